@@ -28,7 +28,7 @@
 // TLS. Replicas authenticate each other with mutual TLS 1.3 over self-signed
 // certificates that carry their Ed25519 keys; there is no CA. A peer is
 // accepted when its certificate's key is one the caller accepts (pinning);
-// PeerIdentity tells the caller which key it was.
+// PeerIdentity tells the caller which key it was, and PeerKeys which replica.
 //
 // This package imports pkg/bft for its id types and interfaces only; it must
 // not import the network, storage or metrics layers, and starts no goroutines.
