@@ -1,0 +1,363 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Batch collects writes that Engine.Commit applies atomically. A Batch is not
+// safe for concurrent use. After a commit it accepts no writes until Reset;
+// Close releases it.
+type Batch struct {
+	e       *Engine
+	b       *pebble.Batch
+	indexed bool
+	// replicated is set once the batch writes a replicated keyspace: only
+	// such batches pay for the digest update.
+	replicated bool
+	committed  bool
+	// poisoned is set when pebble failed to apply the batch: its pebble
+	// batch must not be reused.
+	poisoned bool
+	count    int
+}
+
+// NewBatch returns an empty write-only batch.
+func (e *Engine) NewBatch() *Batch {
+	return &Batch{e: e, b: e.db.NewBatch()}
+}
+
+// NewIndexedBatch returns an empty batch that can also be read: its Get and
+// Scan see the batch's own writes over the engine's committed state (as of
+// each read). It costs more per write than NewBatch.
+func (e *Engine) NewIndexedBatch() *Batch {
+	return &Batch{e: e, b: e.db.NewIndexedBatch(), indexed: true}
+}
+
+func (b *Batch) writable() error {
+	switch {
+	case b.b == nil:
+		return fmt.Errorf("storage: batch: %w", ErrClosed)
+	case b.committed:
+		return ErrBatchCommitted
+	}
+	return nil
+}
+
+// Set sets key in ks to value. The batch copies key and value.
+func (b *Batch) Set(ks Keyspace, key, value []byte) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	if err := checkEntry(ks, key, value); err != nil {
+		return fmt.Errorf("storage: batch set: %w", err)
+	}
+	op := b.b.SetDeferred(1+len(key), len(value))
+	op.Key[0] = byte(ks)
+	copy(op.Key[1:], key)
+	copy(op.Value, value)
+	if err := op.Finish(); err != nil {
+		return fmt.Errorf("storage: batch set in %s: %w", ks, err)
+	}
+	if ks.Replicated() {
+		b.replicated = true
+	}
+	b.count++
+	return nil
+}
+
+// Delete deletes key from ks; deleting an absent key is not an error.
+func (b *Batch) Delete(ks Keyspace, key []byte) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	if err := checkKeyspace(ks); err != nil {
+		return fmt.Errorf("storage: batch delete: %w", err)
+	}
+	if err := checkKey(key); err != nil {
+		return fmt.Errorf("storage: batch delete in %s: %w", ks, err)
+	}
+	op := b.b.DeleteDeferred(1 + len(key))
+	op.Key[0] = byte(ks)
+	copy(op.Key[1:], key)
+	if err := op.Finish(); err != nil {
+		return fmt.Errorf("storage: batch delete in %s: %w", ks, err)
+	}
+	if ks.Replicated() {
+		b.replicated = true
+	}
+	b.count++
+	return nil
+}
+
+// DeleteRange deletes every key of ks in [start, end); nil means the start or
+// end of the keyspace. It is allowed on BFTState only: on a replicated
+// keyspace it returns ErrReplicatedRangeDelete (see the package comment).
+func (b *Batch) DeleteRange(ks Keyspace, start, end []byte) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	if err := checkKeyspace(ks); err != nil {
+		return fmt.Errorf("storage: batch delete range: %w", err)
+	}
+	if ks.Replicated() {
+		return fmt.Errorf("storage: batch delete range in %s: %w", ks, ErrReplicatedRangeDelete)
+	}
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return fmt.Errorf("storage: batch delete range in %s: %w: start %q > end %q",
+			ks, ErrInvalidRange, truncKey(start), truncKey(end))
+	}
+	endLen := 1 + len(end)
+	if end == nil {
+		endLen = 1
+	}
+	op := b.b.DeleteRangeDeferred(1+len(start), endLen)
+	op.Key[0] = byte(ks)
+	copy(op.Key[1:], start)
+	if end == nil {
+		op.Value[0] = byte(ks) + 1
+	} else {
+		op.Value[0] = byte(ks)
+		copy(op.Value[1:], end)
+	}
+	if err := op.Finish(); err != nil {
+		return fmt.Errorf("storage: batch delete range in %s: %w", ks, err)
+	}
+	b.count++
+	return nil
+}
+
+// Count returns the number of writes in the batch.
+func (b *Batch) Count() int { return b.count }
+
+// Empty reports whether the batch holds no writes.
+func (b *Batch) Empty() bool { return b.count == 0 }
+
+// Get reads key in ks through an indexed batch: the batch's own writes, then
+// the engine's committed state. It returns ErrNotIndexed on other batches.
+func (b *Batch) Get(ks Keyspace, key []byte) ([]byte, error) {
+	if err := b.readable(); err != nil {
+		return nil, err
+	}
+	defer b.e.release()
+	return get(b.b, ks, key)
+}
+
+// Scan is Engine.Scan through an indexed batch (see Get).
+func (b *Batch) Scan(ks Keyspace, start, end []byte, limit int, fn func(key, value []byte) error) error {
+	if err := b.readable(); err != nil {
+		return err
+	}
+	defer b.e.release()
+	return scan(b.b, ks, start, end, limit, fn)
+}
+
+// readable acquires the engine for a read through the batch.
+func (b *Batch) readable() error {
+	switch {
+	case b.b == nil:
+		return fmt.Errorf("storage: batch: %w", ErrClosed)
+	case !b.indexed:
+		return ErrNotIndexed
+	}
+	return b.e.acquire()
+}
+
+// Reset empties the batch for reuse, also after a commit.
+func (b *Batch) Reset() {
+	if b.b == nil {
+		return
+	}
+	if b.poisoned {
+		_ = b.b.Close()
+		if b.indexed {
+			b.b = b.e.db.NewIndexedBatch()
+		} else {
+			b.b = b.e.db.NewBatch()
+		}
+	} else {
+		b.b.Reset()
+	}
+	b.replicated, b.committed, b.poisoned, b.count = false, false, false, 0
+}
+
+// Close releases the batch. Writes after Close return ErrClosed.
+func (b *Batch) Close() error {
+	if b.b == nil {
+		return nil
+	}
+	var err error
+	if !b.poisoned {
+		err = b.b.Close()
+	}
+	b.b = nil
+	if err != nil {
+		return fmt.Errorf("storage: close batch: %w", err)
+	}
+	return nil
+}
+
+// Commit applies b atomically. With sync, the batch is durable when Commit
+// returns; without, a crash may lose it (and every later batch) but never
+// part of it. If b writes a replicated keyspace, the digest is updated in the
+// same pebble batch. Committing an empty batch does nothing. After Commit,
+// successful or not, b accepts no writes until Reset.
+func (e *Engine) Commit(b *Batch, sync bool) error {
+	if b == nil || b.e != e {
+		return ErrForeignBatch
+	}
+	if err := b.writable(); err != nil {
+		return err
+	}
+	if err := e.acquire(); err != nil {
+		return err
+	}
+	defer e.release()
+	b.committed = true
+	if b.count == 0 {
+		return nil
+	}
+	start := time.Now()
+	wo := pebble.NoSync
+	if sync {
+		wo = pebble.Sync
+	}
+	var err error
+	size := b.b.Len()
+	if b.replicated {
+		size, err = e.commitReplicated(b, wo)
+	} else if err = e.db.Apply(b.b, wo); err != nil {
+		b.poisoned = true
+	}
+	if err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	e.metrics.commitDone(start, size)
+	return nil
+}
+
+// replOp is one write of a batch to a replicated keyspace. key is the engine
+// key; key and value alias the batch's representation.
+type replOp struct {
+	key, value []byte
+	del        bool
+}
+
+// commitReplicated computes the digest delta of b against the committed
+// state, appends the new digest to b and applies it, all under commitMu so
+// that no other writer of the replicated span interleaves.
+// It returns the size of the applied batch.
+func (e *Engine) commitReplicated(b *Batch, wo *pebble.WriteOptions) (int, error) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	next := e.digest
+	if err := e.applyDelta(&next, b.b); err != nil {
+		return 0, err
+	}
+	op := b.b.SetDeferred(len(digestKey), DigestSize)
+	copy(op.Key, digestKey)
+	next.putBytes(op.Value)
+	if err := op.Finish(); err != nil {
+		return 0, err
+	}
+	size := b.b.Len()
+	if err := e.db.Apply(b.b, wo); err != nil {
+		b.poisoned = true
+		// The batch may or may not be visible (an fsync can fail after the
+		// memtable took it); the persisted digest is in the same batch, so
+		// re-reading it keeps the in-memory digest consistent either way.
+		if d, rerr := readDigest(e.db); rerr == nil {
+			e.digest = d
+		}
+		return 0, err
+	}
+	e.digest = next
+	return size, nil
+}
+
+// applyDelta updates d by the effect of the replicated writes of b on the
+// committed state. For every key b writes, only its committed value and its
+// value after the batch matter: the first is subtracted, the second added.
+func (e *Engine) applyDelta(d *Digest, b *pebble.Batch) error {
+	ops := e.ops[:0]
+	defer func() {
+		clear(ops) // drop references to the batch
+		if cap(ops) <= 1<<14 {
+			e.ops = ops[:0]
+		} else {
+			e.ops = nil
+		}
+	}()
+	r := b.Reader()
+	sorted := true
+	for {
+		kind, ukey, value, ok, err := r.Next()
+		if err != nil {
+			return fmt.Errorf("read batch: %w", err)
+		}
+		if !ok {
+			break
+		}
+		if len(ukey) == 0 || !Keyspace(ukey[0]).Replicated() {
+			continue
+		}
+		var del bool
+		switch kind {
+		case pebble.InternalKeyKindSet:
+		case pebble.InternalKeyKindDelete:
+			del = true
+		default:
+			return fmt.Errorf("%w: unexpected %s in a replicated keyspace", ErrCorrupt, kind)
+		}
+		if n := len(ops); n > 0 && bytes.Compare(ops[n-1].key, ukey) >= 0 {
+			sorted = false
+		}
+		ops = append(ops, replOp{key: ukey, value: value, del: del})
+	}
+	if !sorted {
+		// Stable: among writes of one key, the last one wins.
+		slices.SortStableFunc(ops, func(a, b replOp) int { return bytes.Compare(a.key, b.key) })
+	}
+
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: replicatedDataLower, UpperBound: replicatedDataUpper})
+	if err != nil {
+		return fmt.Errorf("read old values: %w", err)
+	}
+	for i := 0; i < len(ops); {
+		j := i
+		for j+1 < len(ops) && bytes.Equal(ops[j+1].key, ops[i].key) {
+			j++
+		}
+		last := &ops[j]
+		i = j + 1
+		ks, key := Keyspace(last.key[0]), last.key[1:]
+		var old []byte
+		found := it.SeekGE(last.key) && bytes.Equal(it.Key(), last.key)
+		if !found {
+			if err := it.Error(); err != nil {
+				_ = it.Close()
+				return fmt.Errorf("read old value in %s: %w", ks, err)
+			}
+		} else {
+			if old, err = it.ValueAndErr(); err != nil {
+				_ = it.Close()
+				return fmt.Errorf("read old value in %s: %w", ks, err)
+			}
+			if !last.del && bytes.Equal(old, last.value) {
+				continue
+			}
+			d.subLanes(e.hasher.expand(ks, key, old))
+		}
+		if !last.del {
+			d.addLanes(e.hasher.expand(ks, key, last.value))
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("read old values: %w", err)
+	}
+	return nil
+}

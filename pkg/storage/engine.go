@@ -1,0 +1,501 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configure an Engine. The zero value is usable.
+type Options struct {
+	// FS is the filesystem; nil means the operating system's. Tests use
+	// vfs.NewMem or vfs.NewCrashableMem.
+	FS vfs.FS
+	// Metrics receives the engine's metrics; nil records nothing.
+	Metrics *Metrics
+	// Logger receives pebble's log output (info at debug level); nil
+	// discards it.
+	Logger *slog.Logger
+	// CacheSize is the block cache size in bytes; 0 means DefaultCacheSize.
+	CacheSize int64
+	// MemTableSize is the memtable size in bytes; 0 means pebble's default
+	// (4 MiB).
+	MemTableSize uint64
+	// VerifyDigestOnOpen makes Open recompute the digest by a full scan and
+	// fail with ErrCorrupt if it differs from the persisted one.
+	VerifyDigestOnOpen bool
+
+	// stagingFileSize is the target size of the sstables InstallCheckpoint
+	// stages; 0 means defaultStagingFileSize. Tests lower it.
+	stagingFileSize int64
+}
+
+// DefaultCacheSize is the block cache size used when Options.CacheSize is 0.
+const DefaultCacheSize = 64 << 20
+
+// stagingDirName is the directory, inside the store's directory, where
+// InstallCheckpoint stages sstables. Open removes it.
+const stagingDirName = "checkpoint-staging"
+
+// Engine is one replica's store. It is safe for concurrent use.
+type Engine struct {
+	db      *pebble.DB
+	fs      vfs.FS
+	dir     string
+	popts   *pebble.Options
+	metrics *Metrics
+	opts    Options
+
+	// closeMu is held for reading by every call that uses db, and for
+	// writing by Close.
+	closeMu sync.RWMutex
+	closed  bool
+
+	// commitMu serializes the writers of the replicated span (commits that
+	// touch replicated keyspaces, checkpoint ingestion) and guards what they
+	// share.
+	commitMu sync.Mutex
+	digest   Digest         // digest of the committed replicated state
+	hasher   *elementHasher // expansion scratch for commits
+	ops      []replOp       // per-commit scratch
+
+	// installMu allows one InstallCheckpoint at a time (they share the
+	// staging directory).
+	installMu sync.Mutex
+
+	snapMu sync.Mutex
+	snaps  map[*Snapshot]struct{}
+}
+
+// Open opens the store in dir, creating it if needed. A new directory is
+// created with its missing parents, and each parent is fsynced so that the
+// new directory entry survives a crash.
+func Open(dir string, opts Options) (*Engine, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("storage: open: %w: empty directory", ErrInvalidArgument)
+	}
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if opts.Metrics != nil {
+		fs = syncCountingFS{FS: fs, m: opts.Metrics}
+	}
+	if err := createDir(fs, dir); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	if err := fs.RemoveAll(fs.PathJoin(dir, stagingDirName)); err != nil {
+		return nil, fmt.Errorf("storage: open %s: remove checkpoint staging: %w", dir, err)
+	}
+
+	cacheSize := opts.CacheSize
+	if cacheSize == 0 {
+		cacheSize = DefaultCacheSize
+	}
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref()
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	popts := &pebble.Options{
+		FS:                 fs,
+		Cache:              cache,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{logger},
+	}
+	if opts.MemTableSize != 0 {
+		popts.MemTableSize = opts.MemTableSize
+	}
+	popts.EnsureDefaults()
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	e := &Engine{
+		db:      db,
+		fs:      fs,
+		dir:     dir,
+		popts:   popts,
+		metrics: opts.Metrics,
+		opts:    opts,
+		hasher:  newElementHasher(),
+		snaps:   make(map[*Snapshot]struct{}),
+	}
+	if err := e.loadOrInit(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	if opts.VerifyDigestOnOpen {
+		if err := e.VerifyDigest(); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+		}
+	}
+	return e, nil
+}
+
+// createDir creates dir and its missing parents, fsyncing the parent of each
+// directory it creates.
+func createDir(fs vfs.FS, dir string) error {
+	var missing []string
+	for d := dir; ; {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("stat %s: %w", d, err)
+		}
+		missing = append(missing, d)
+		parent := fs.PathDir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create directory: %w", err)
+	}
+	// missing runs from dir up to the topmost created directory.
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := syncDir(fs, fs.PathDir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	if err := d.Close(); err != nil {
+		return fmt.Errorf("close directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// loadOrInit reads the format marker and the persisted digest, or writes them
+// into a new store.
+func (e *Engine) loadOrInit() error {
+	v, err := getCopy(e.db, formatKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// A new store: the marker and the empty digest go in one synced
+		// batch, before any other write, so a store with data always has
+		// both.
+		if err := e.checkSpanEmpty(); err != nil {
+			return err
+		}
+		b := e.db.NewBatch()
+		defer b.Close()
+		var zero Digest
+		if err := b.Set(formatKey, formatVersion, nil); err != nil {
+			return fmt.Errorf("initialize: %w", err)
+		}
+		if err := b.Set(digestKey, zero.Bytes(), nil); err != nil {
+			return fmt.Errorf("initialize: %w", err)
+		}
+		if err := e.db.Apply(b, pebble.Sync); err != nil {
+			return fmt.Errorf("initialize: %w", err)
+		}
+		e.digest = zero
+		return nil
+	case err != nil:
+		return fmt.Errorf("read format marker: %w", err)
+	case !bytes.Equal(v, formatVersion):
+		return fmt.Errorf("%w: version %x, this build reads %x", ErrIncompatibleFormat, v, formatVersion)
+	}
+	d, err := readDigest(e.db)
+	if err != nil {
+		return err
+	}
+	e.digest = d
+	return nil
+}
+
+func (e *Engine) checkSpanEmpty() error {
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: replicatedSpanLower, UpperBound: replicatedSpanUpper})
+	if err != nil {
+		return err
+	}
+	nonEmpty := it.First()
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if nonEmpty {
+		return fmt.Errorf("%w: replicated data without a format marker", ErrCorrupt)
+	}
+	return nil
+}
+
+// readDigest reads the persisted digest from r.
+func readDigest(r pebbleReader) (Digest, error) {
+	v, err := getCopy(r, digestKey)
+	if errors.Is(err, ErrNotFound) {
+		return Digest{}, fmt.Errorf("%w: persisted digest missing", ErrCorrupt)
+	}
+	if err != nil {
+		return Digest{}, fmt.Errorf("read persisted digest: %w", err)
+	}
+	d, err := ParseDigest(v)
+	if err != nil {
+		return Digest{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return d, nil
+}
+
+// Close closes the engine and every snapshot still open. It waits for
+// in-flight calls to return. Calls after Close return ErrClosed.
+func (e *Engine) Close() error {
+	e.closeMu.Lock()
+	defer e.closeMu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	e.closed = true
+	e.snapMu.Lock()
+	snaps := make([]*Snapshot, 0, len(e.snaps))
+	for s := range e.snaps {
+		snaps = append(snaps, s)
+	}
+	e.snaps = nil
+	e.snapMu.Unlock()
+	var firstErr error
+	for _, s := range snaps {
+		if err := s.release(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if err := e.db.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if firstErr != nil {
+		return fmt.Errorf("storage: close: %w", firstErr)
+	}
+	return nil
+}
+
+// acquire guards a call that uses db against Close; release must follow.
+func (e *Engine) acquire() error {
+	e.closeMu.RLock()
+	if e.closed {
+		e.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (e *Engine) release() { e.closeMu.RUnlock() }
+
+// Get returns a copy of the value of key in ks, or ErrNotFound.
+func (e *Engine) Get(ks Keyspace, key []byte) ([]byte, error) {
+	if err := e.acquire(); err != nil {
+		return nil, err
+	}
+	defer e.release()
+	return get(e.db, ks, key)
+}
+
+// Scan calls fn for each key of ks in [start, end), in increasing key order,
+// stopping after limit keys if limit > 0. A nil start or end means the start
+// or end of the keyspace. The slices passed to fn are valid only during the
+// call. If fn returns ErrStopScan the scan ends and Scan returns nil; any
+// other error ends the scan and is returned as is.
+func (e *Engine) Scan(ks Keyspace, start, end []byte, limit int, fn func(key, value []byte) error) error {
+	if err := e.acquire(); err != nil {
+		return err
+	}
+	defer e.release()
+	return scan(e.db, ks, start, end, limit, fn)
+}
+
+// Digest returns the digest of the committed replicated state.
+func (e *Engine) Digest() (Digest, error) {
+	if err := e.acquire(); err != nil {
+		return Digest{}, err
+	}
+	defer e.release()
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	return e.digest, nil
+}
+
+// Sum returns the Sum of the digest of the committed replicated state: the
+// value a checkpoint at this state carries.
+func (e *Engine) Sum() ([SumSize]byte, error) {
+	d, err := e.Digest()
+	if err != nil {
+		return [SumSize]byte{}, err
+	}
+	return d.Sum(), nil
+}
+
+// RecomputeDigest computes the digest of the replicated state by a full scan
+// of a fresh snapshot. It is for verification; Digest is the cheap way.
+func (e *Engine) RecomputeDigest() (Digest, error) {
+	s, err := e.NewSnapshot()
+	if err != nil {
+		return Digest{}, err
+	}
+	defer s.Close()
+	return s.RecomputeDigest()
+}
+
+// VerifyDigest recomputes the digest of a fresh snapshot and compares it with
+// the digest persisted in the same snapshot; it returns ErrCorrupt if they
+// differ.
+func (e *Engine) VerifyDigest() error {
+	s, err := e.NewSnapshot()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	d, err := s.RecomputeDigest()
+	if err != nil {
+		return err
+	}
+	if d != s.digest {
+		return fmt.Errorf("%w: persisted digest %s, contents digest to %s", ErrCorrupt, s.digest, d)
+	}
+	return nil
+}
+
+// pebbleReader is what pebble's DB, Snapshot and indexed Batch share.
+type pebbleReader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+// keyBufPool holds buffers for engine keys built on read paths.
+var keyBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+func getKeyBuf() *[]byte { return keyBufPool.Get().(*[]byte) }
+
+func putKeyBuf(b *[]byte) {
+	if cap(*b) > 4<<10 {
+		return
+	}
+	*b = (*b)[:0]
+	keyBufPool.Put(b)
+}
+
+// getCopy returns a copy of the value of the engine key k, or ErrNotFound.
+func getCopy(r pebbleReader, k []byte) ([]byte, error) {
+	v, closer, err := r.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := bytes.Clone(v)
+	if out == nil {
+		out = []byte{}
+	}
+	if err := closer.Close(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func get(r pebbleReader, ks Keyspace, key []byte) ([]byte, error) {
+	if err := checkKeyspace(ks); err != nil {
+		return nil, fmt.Errorf("storage: get: %w", err)
+	}
+	if err := checkKey(key); err != nil {
+		return nil, fmt.Errorf("storage: get in %s: %w", ks, err)
+	}
+	buf := getKeyBuf()
+	*buf = AppendKey((*buf)[:0], ks, key)
+	v, err := getCopy(r, *buf)
+	putKeyBuf(buf)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("storage: get in %s: %w", ks, err)
+	}
+	return v, err
+}
+
+func scan(r pebbleReader, ks Keyspace, start, end []byte, limit int, fn func(key, value []byte) error) error {
+	if err := checkKeyspace(ks); err != nil {
+		return fmt.Errorf("storage: scan: %w", err)
+	}
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return fmt.Errorf("storage: scan %s: %w: start %q > end %q", ks, ErrInvalidRange, truncKey(start), truncKey(end))
+	}
+	lower, upper := getKeyBuf(), getKeyBuf()
+	defer putKeyBuf(lower)
+	defer putKeyBuf(upper)
+	*lower = AppendKey((*lower)[:0], ks, start)
+	if end == nil {
+		*upper = append((*upper)[:0], byte(ks)+1)
+	} else {
+		*upper = AppendKey((*upper)[:0], ks, end)
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: *lower, UpperBound: *upper})
+	if err != nil {
+		return fmt.Errorf("storage: scan %s: %w", ks, err)
+	}
+	n := 0
+	var fnErr error
+	for valid := it.First(); valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("storage: scan %s: %w", ks, err)
+		}
+		if fnErr = fn(it.Key()[1:], v); fnErr != nil {
+			break
+		}
+		n++
+		if limit > 0 && n >= limit {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("storage: scan %s: %w", ks, err)
+	}
+	if fnErr != nil && !errors.Is(fnErr, ErrStopScan) {
+		return fnErr
+	}
+	return nil
+}
+
+// truncKey shortens a key for error messages.
+func truncKey(k []byte) []byte {
+	if len(k) > 32 {
+		return k[:32]
+	}
+	return k
+}
+
+// pebbleLogger adapts slog to pebble's logger.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "component", "pebble", "fatal", true)
+	panic("storage: pebble fatal: " + msg)
+}
