@@ -41,6 +41,12 @@ func commit(t testing.TB, e *Engine, sync bool, fill func(b *Batch)) {
 	require.NoError(t, e.Commit(b, sync))
 }
 
+// testingT is what both *testing.T and *rapid.T provide.
+type testingT interface {
+	require.TestingT
+	Helper()
+}
+
 type kv struct {
 	ks    Keyspace
 	key   string
@@ -59,7 +65,7 @@ var _ = []reader{(*Engine)(nil), (*Snapshot)(nil), (*Batch)(nil)}
 
 // dump returns every entry of the given keyspaces (all exported keyspaces if
 // none are given), in key order.
-func dump(t testing.TB, r reader, kss ...Keyspace) []kv {
+func dump(t testingT, r reader, kss ...Keyspace) []kv {
 	t.Helper()
 	if len(kss) == 0 {
 		kss = []Keyspace{BFTState, UserData, Metadata, TxnRecords, ReplyCache}
@@ -105,7 +111,7 @@ func sortedKVs(kvs []kv) []kv {
 
 // requireDigestConsistent checks that the incrementally maintained digest
 // equals a recomputation by full scan.
-func requireDigestConsistent(t testing.TB, e *Engine) {
+func requireDigestConsistent(t testingT, e *Engine) {
 	t.Helper()
 	got, err := e.Digest()
 	require.NoError(t, err)
