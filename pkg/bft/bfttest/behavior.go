@@ -1,0 +1,358 @@
+package bfttest
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+)
+
+// Behavior is a fault a simulated replica can be switched to. The node
+// inside still runs the real core; the behaviour tampers with what leaves
+// it, injects messages of its own, or crashes it.
+type Behavior interface {
+	Name() string
+	// Benign behaviours (crash and recovery) keep the replica correct: the
+	// safety checkers still apply to it.
+	Benign() bool
+	Init(r *replica)
+	Tick(r *replica)
+	// Outgoing returns what actually goes to replica to instead of m.
+	Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message
+	// Reply returns what goes to the client instead of rep (nil: nothing).
+	Reply(r *replica, rep *bftpb.Reply) *bftpb.Reply
+	// CrashAfterPersist crashes the replica after a Ready was persisted and
+	// before its messages left.
+	CrashAfterPersist(r *replica) bool
+	// Snapshot may tamper with state this replica serves in a transfer.
+	Snapshot(r *replica, snap *App)
+}
+
+// base implements Behavior as a correct replica; behaviours embed it.
+type base struct{}
+
+func (base) Benign() bool  { return false }
+func (base) Init(*replica) {}
+func (base) Tick(*replica) {}
+func (base) Outgoing(_ *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+	return []*bftpb.Message{m}
+}
+func (base) Reply(_ *replica, rep *bftpb.Reply) *bftpb.Reply { return rep }
+func (base) CrashAfterPersist(*replica) bool                 { return false }
+func (base) Snapshot(*replica, *App)                         {}
+
+func clone(m *bftpb.Message) *bftpb.Message { return proto.Clone(m).(*bftpb.Message) }
+
+// resign recomputes the signature of every signed body of m with r's key.
+func resign(r *replica, m *bftpb.Message) {
+	d := r.sim.dom
+	sg := r.cfg.Signer
+	switch b := m.Body.(type) {
+	case *bftpb.Message_PrePrepare:
+		b.PrePrepare.Signature = sg.Sign(d.PrePrepareBytes(b.PrePrepare))
+	case *bftpb.Message_Prepare:
+		b.Prepare.Signature = sg.Sign(d.PrepareBytes(b.Prepare))
+	case *bftpb.Message_Commit:
+		b.Commit.Signature = sg.Sign(d.CommitBytes(b.Commit))
+	case *bftpb.Message_Checkpoint:
+		b.Checkpoint.Signature = sg.Sign(d.CheckpointBytes(b.Checkpoint))
+	case *bftpb.Message_ViewChange:
+		b.ViewChange.Signature = sg.Sign(d.ViewChangeBytes(b.ViewChange))
+	case *bftpb.Message_NewView:
+		b.NewView.Signature = sg.Sign(d.NewViewBytes(b.NewView))
+	}
+}
+
+func (r *replica) randDigest() []byte {
+	d := make([]byte, 32)
+	for i := range d {
+		d[i] = byte(r.sim.rng.IntN(256))
+	}
+	return d
+}
+
+// Silent sends nothing at all.
+type Silent struct{ base }
+
+func (Silent) Name() string                                            { return "silent" }
+func (Silent) Outgoing(*replica, int, *bftpb.Message) []*bftpb.Message { return nil }
+func (Silent) Reply(*replica, *bftpb.Reply) *bftpb.Reply               { return nil }
+
+// CrashRecover crashes at random moments before the network heals —
+// sometimes between persisting and sending — and restarts from its store.
+type CrashRecover struct{ base }
+
+func (CrashRecover) Name() string { return "crash-recover" }
+func (CrashRecover) Benign() bool { return true }
+func (CrashRecover) Init(r *replica) {
+	s := r.sim
+	for i := 0; i < 1+s.rng.IntN(3); i++ {
+		at := s.rng.Int64N(s.opts.HealAt + 1)
+		s.at(at, func() {
+			if r.up {
+				r.crash()
+				s.scheduleRestart(r)
+			}
+		})
+	}
+}
+func (CrashRecover) CrashAfterPersist(r *replica) bool {
+	return r.sim.chaotic() && r.sim.rng.IntN(50) == 0
+}
+
+// Equivocate, as primary, sends different PRE-PREPAREs for one (v, s) to
+// different backups (a shorter batch, correctly signed).
+type Equivocate struct{ base }
+
+func (Equivocate) Name() string { return "equivocate" }
+func (Equivocate) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message {
+	pp := m.GetPrePrepare()
+	if pp == nil || pp.Batch == nil || to%2 == 0 {
+		return []*bftpb.Message{m}
+	}
+	c := clone(m)
+	cpp := c.GetPrePrepare()
+	if n := len(cpp.Batch.Requests); n > 0 {
+		cpp.Batch.Requests = cpp.Batch.Requests[:n-1]
+	}
+	d := r.sim.dom.BatchDigest(cpp.Batch)
+	cpp.Digest = d[:]
+	resign(r, c)
+	return []*bftpb.Message{c}
+}
+
+// WrongDigest sends PREPAREs and COMMITs for random digests, correctly signed.
+type WrongDigest struct{ base }
+
+func (WrongDigest) Name() string { return "wrong-digest" }
+func (WrongDigest) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+	switch m.Body.(type) {
+	case *bftpb.Message_Prepare, *bftpb.Message_Commit:
+		c := clone(m)
+		if p := c.GetPrepare(); p != nil {
+			p.Digest = r.randDigest()
+		} else {
+			c.GetCommit().Digest = r.randDigest()
+		}
+		resign(r, c)
+		return []*bftpb.Message{c}
+	}
+	return []*bftpb.Message{m}
+}
+
+// CorruptSignatures flips a bit in the signature of everything it signs.
+type CorruptSignatures struct{ base }
+
+func (CorruptSignatures) Name() string { return "corrupt-signatures" }
+func (CorruptSignatures) Outgoing(_ *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+	c := clone(m)
+	flip := func(b []byte) {
+		if len(b) > 0 {
+			b[0] ^= 1
+		}
+	}
+	switch b := c.Body.(type) {
+	case *bftpb.Message_PrePrepare:
+		flip(b.PrePrepare.Signature)
+	case *bftpb.Message_Prepare:
+		flip(b.Prepare.Signature)
+	case *bftpb.Message_Commit:
+		flip(b.Commit.Signature)
+	case *bftpb.Message_Checkpoint:
+		flip(b.Checkpoint.Signature)
+	case *bftpb.Message_ViewChange:
+		flip(b.ViewChange.Signature)
+	case *bftpb.Message_NewView:
+		flip(b.NewView.Signature)
+	}
+	return []*bftpb.Message{c}
+}
+
+// Forge sends, besides its own messages, copies that claim to come from
+// another replica (it cannot sign as that replica).
+type Forge struct{ base }
+
+func (Forge) Name() string { return "forge" }
+func (Forge) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message {
+	other := (r.id + 1 + r.sim.rng.IntN(len(r.sim.replicas)-1)) % len(r.sim.replicas)
+	c := clone(m)
+	c.From = uint32(other)
+	switch b := c.Body.(type) {
+	case *bftpb.Message_Prepare:
+		b.Prepare.Replica = uint32(other)
+		if d := b.Prepare.Digest; len(d) > 0 {
+			b.Prepare.Digest = r.randDigest()
+		}
+	case *bftpb.Message_Commit:
+		b.Commit.Replica = uint32(other)
+		b.Commit.Digest = r.randDigest()
+	case *bftpb.Message_Checkpoint:
+		b.Checkpoint.Replica = uint32(other)
+		b.Checkpoint.StateDigest = r.randDigest()
+	case *bftpb.Message_ViewChange:
+		b.ViewChange.Replica = uint32(other)
+		b.ViewChange.View += 5
+	}
+	resign(r, c) // signed with r's key while claiming other: must be rejected
+	return []*bftpb.Message{m, c}
+}
+
+// Replay re-sends old messages of its own (old views, old sequence numbers,
+// old checkpoints) at random.
+type Replay struct{ base }
+
+func (Replay) Name() string { return "replay" }
+func (Replay) Tick(r *replica) {
+	if len(r.sent) == 0 || r.sim.rng.IntN(5) != 0 {
+		return
+	}
+	b := r.sent[r.sim.rng.IntN(len(r.sent))]
+	to := r.sim.rng.IntN(len(r.sim.replicas))
+	if to != r.id {
+		r.sim.sendReplicaMsg(r.id, to, b)
+	}
+}
+
+// BogusViewChange sends VIEW-CHANGEs with forged prepared certificates,
+// stale or forged checkpoint certificates, and valid ones for far views
+// (f replicas alone must not move the group, V7).
+type BogusViewChange struct{ base }
+
+func (BogusViewChange) Name() string { return "bogus-view-change" }
+func (BogusViewChange) Tick(r *replica) {
+	s := r.sim
+	if s.rng.IntN(20) != 0 || !r.up {
+		return
+	}
+	v, _ := r.node.View()
+	vc := &bftpb.ViewChange{View: uint64(v) + 1 + uint64(s.rng.IntN(3)), Replica: uint32(r.id)}
+	switch s.rng.IntN(3) {
+	case 0: // a prepared certificate whose PREPAREs it signed itself as others
+		pp := &bftpb.PrePrepare{View: uint64(v), Seq: uint64(r.node.LowWatermark()) + 1, Digest: r.randDigest(), Replica: uint32(bft.PrimaryOf(v, len(s.replicas)))}
+		pp.Signature = r.cfg.Signer.Sign(s.dom.PrePrepareBytes(pp))
+		pc := &bftpb.PreparedCert{PrePrepare: pp}
+		for i := 0; i < 2*s.opts.F; i++ {
+			p := &bftpb.Prepare{View: pp.View, Seq: pp.Seq, Digest: pp.Digest, Replica: uint32((int(pp.Replica) + 1 + i) % len(s.replicas))}
+			p.Signature = r.cfg.Signer.Sign(s.dom.PrepareBytes(p))
+			pc.Prepares = append(pc.Prepares, p)
+		}
+		vc.Prepared = append(vc.Prepared, pc)
+	case 1: // a checkpoint certificate made of its own checkpoint repeated
+		cp := &bftpb.Checkpoint{Seq: uint64(r.cfg.CheckpointInterval) * 7, StateDigest: r.randDigest(), Replica: uint32(r.id)}
+		cp.Signature = r.cfg.Signer.Sign(s.dom.CheckpointBytes(cp))
+		vc.StableSeq, vc.StableDigest = cp.Seq, cp.StateDigest
+		for i := 0; i < 2*s.opts.F+1; i++ {
+			vc.CheckpointCert = append(vc.CheckpointCert, cp)
+		}
+	default: // valid, for a view far ahead
+		vc.View += 10
+		if st := r.node.StableCheckpoint(); st != nil {
+			vc.StableSeq, vc.StableDigest, vc.CheckpointCert = st.Seq, st.StateDigest, st.Checkpoints
+		}
+	}
+	vc.Signature = r.cfg.Signer.Sign(s.dom.ViewChangeBytes(vc))
+	m := &bftpb.Message{From: uint32(r.id), Body: &bftpb.Message_ViewChange{ViewChange: vc}}
+	b, _ := proto.Marshal(m)
+	for to := range s.replicas {
+		if to != r.id {
+			s.sendReplicaMsg(r.id, to, b)
+		}
+	}
+}
+
+// BogusNewView, as the primary of a new view, sends a NEW-VIEW whose O does
+// not follow from its V (a prepared batch replaced by the null batch).
+type BogusNewView struct{ base }
+
+func (BogusNewView) Name() string { return "bogus-new-view" }
+func (BogusNewView) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+	nv := m.GetNewView()
+	if nv == nil {
+		return []*bftpb.Message{m}
+	}
+	c := clone(m)
+	cnv := c.GetNewView()
+	null := r.sim.dom.BatchDigest(&bftpb.Batch{})
+	if len(cnv.PrePrepares) > 0 {
+		pp := cnv.PrePrepares[0]
+		pp.Digest = null[:]
+		pp.Signature = r.cfg.Signer.Sign(r.sim.dom.PrePrepareBytes(pp))
+	} else {
+		pp := &bftpb.PrePrepare{View: cnv.View, Seq: uint64(r.node.LowWatermark()) + 1, Digest: r.randDigest(), Replica: uint32(r.id)}
+		pp.Signature = r.cfg.Signer.Sign(r.sim.dom.PrePrepareBytes(pp))
+		cnv.PrePrepares = append(cnv.PrePrepares, pp)
+	}
+	resign(r, c)
+	return []*bftpb.Message{c}
+}
+
+// BogusCheckpoint sends checkpoints with wrong state digests, and some for
+// sequence numbers far in the future.
+type BogusCheckpoint struct{ base }
+
+func (BogusCheckpoint) Name() string { return "bogus-checkpoint" }
+func (BogusCheckpoint) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+	if m.GetCheckpoint() == nil {
+		return []*bftpb.Message{m}
+	}
+	c := clone(m)
+	cp := c.GetCheckpoint()
+	cp.StateDigest = r.randDigest()
+	if r.sim.rng.IntN(3) == 0 {
+		cp.Seq += uint64(r.cfg.LogWindow) * uint64(1+r.sim.rng.IntN(5))
+	}
+	resign(r, c)
+	return []*bftpb.Message{c}
+}
+
+// Snapshot serves corrupted state to replicas that transfer state from it.
+func (BogusCheckpoint) Snapshot(_ *replica, snap *App) { snap.Corrupt() }
+
+// LyingReplies answers clients with wrong results (correctly MACed).
+type LyingReplies struct{ base }
+
+func (LyingReplies) Name() string { return "lying-replies" }
+func (LyingReplies) Reply(r *replica, rep *bftpb.Reply) *bftpb.Reply {
+	c := proto.Clone(rep).(*bftpb.Reply)
+	c.Result = append([]byte("lie"), c.Result...)
+	if r.sim.rng.IntN(4) == 0 {
+		c.Status = bftpb.ReplyStatus_REPLY_STATUS_STALE
+	}
+	return c
+}
+
+// SeqAbuse, as primary, proposes beyond the high watermark, reuses sequence
+// numbers for other batches, and slips an invalid request into batches.
+type SeqAbuse struct{ base }
+
+func (SeqAbuse) Name() string { return "seq-abuse" }
+func (SeqAbuse) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message {
+	pp := m.GetPrePrepare()
+	if pp == nil || pp.Batch == nil {
+		return []*bftpb.Message{m}
+	}
+	c := clone(m)
+	cpp := c.GetPrePrepare()
+	switch r.sim.rng.IntN(4) {
+	case 0: // beyond H
+		cpp.Seq += uint64(r.cfg.LogWindow) + 1
+	case 1: // another batch at the same seq (an empty one)
+		cpp.Batch = &bftpb.Batch{}
+	case 2: // an invalid request: payload changed under the client's signature
+		if len(cpp.Batch.Requests) > 0 {
+			cpp.Batch.Requests[0].Payload = append(cpp.Batch.Requests[0].Payload, 'x')
+		}
+	default: // skip ahead, leaving a gap
+		cpp.Seq++
+	}
+	d := r.sim.dom.BatchDigest(cpp.Batch)
+	cpp.Digest = d[:]
+	resign(r, c)
+	return []*bftpb.Message{c}
+}
+
+// AllBehaviors lists every Byzantine behaviour the simulator mixes.
+func AllBehaviors() []Behavior {
+	return []Behavior{Silent{}, CrashRecover{}, Equivocate{}, WrongDigest{}, CorruptSignatures{}, Forge{},
+		Replay{}, BogusViewChange{}, BogusNewView{}, BogusCheckpoint{}, LyingReplies{}, SeqAbuse{}}
+}

@@ -1,0 +1,109 @@
+package bfttest
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/augustus-db/augustus/pkg/bft"
+)
+
+var (
+	flagSeeds     = flag.Int("seeds", 2000, "number of random simulation seeds TestSimulationSeeds runs")
+	flagFirstSeed = flag.Uint64("first-seed", 1, "first seed of TestSimulationSeeds")
+	flagSeed      = flag.Uint64("seed", 0, "seed TestReplaySeed replays (with -v for a trace)")
+	flagVerbose   = flag.Bool("v-sim", false, "print a summary line per failing seed and totals")
+)
+
+// TestSimulationSeeds runs -seeds random seeds (2,000 by default) through
+// the simulator and its checkers; `make sim SEEDS=N` runs more. A failing
+// seed is printed with the command that replays it, and is then kept in
+// regressionSeeds.
+func TestSimulationSeeds(t *testing.T) {
+	if testing.Short() {
+		*flagSeeds = 200
+	}
+	start := time.Now()
+	seeds := make(chan uint64)
+	type failure struct {
+		seed uint64
+		res  Result
+	}
+	var (
+		mu       sync.Mutex
+		failures []failure
+		runs     int
+		events   uint64
+		core     bft.Stats
+		maxHeal  int64
+	)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range seeds {
+				res := Run(RandomOptions(seed))
+				mu.Lock()
+				runs++
+				events += res.Events
+				core = addStats(core, res.Core)
+				if res.AfterHeal > maxHeal && !res.Failed() {
+					maxHeal = res.AfterHeal
+				}
+				if res.Failed() {
+					failures = append(failures, failure{seed, res})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < *flagSeeds; i++ {
+		seeds <- *flagFirstSeed + uint64(i)
+	}
+	close(seeds)
+	wg.Wait()
+	first := uint64(0)
+	for _, f := range failures {
+		if first == 0 || f.seed < first {
+			first = f.seed
+		}
+	}
+	summary := fmt.Sprintf("simulation: %d seeds run, %d with violations, %d events, %s\n"+
+		"  exercised: %d view changes started, %d new views, %d request timeouts, %d equivocations seen, %d state transfers, %d batches by commit certificate, %d fetches, %d stable checkpoints\n"+
+		"  dropped by the core: %v (%v); slowest completion after heal %dms",
+		runs, len(failures), events, time.Since(start).Round(time.Millisecond),
+		core.ViewChanges, core.NewViews, core.RequestTimeouts, core.Equivocations, core.StateTransfers, core.CommittedFetched, core.Fetches, core.StableCheckpoints,
+		core.Dropped, bft.DropReasonNames, maxHeal/1000)
+	if *flagVerbose {
+		fmt.Fprintln(os.Stderr, summary)
+	}
+	t.Log(summary)
+	for _, f := range failures {
+		if f.seed == first {
+			t.Errorf("first failing seed %d: %s\n  %v\n  replay: go test ./pkg/bft/bfttest -run TestReplaySeed -seed=%d -v", f.seed, f.res.Summary, f.res.Violations, f.seed)
+		} else if *flagVerbose {
+			fmt.Fprintf(os.Stderr, "seed %d: %v\n", f.seed, f.res.Violations)
+		}
+	}
+}
+
+// TestReplaySeed replays one seed with a full trace (-seed=N -v).
+func TestReplaySeed(t *testing.T) {
+	if *flagSeed == 0 {
+		t.Skip("replays a seed given with -seed=N")
+	}
+	opts := RandomOptions(*flagSeed)
+	if testing.Verbose() {
+		opts.Trace = os.Stderr
+	}
+	res := Run(opts)
+	t.Log(res.Summary)
+	if res.Failed() {
+		t.Fatalf("violations: %v", res.Violations)
+	}
+}

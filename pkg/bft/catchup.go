@@ -1,0 +1,236 @@
+package bft
+
+import (
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+)
+
+// peerStatus is the last Status hint from a peer. Hints only prompt
+// fetches; what comes back proves itself (commit certificates, checkpoint
+// certificates, NEW-VIEWs), so a lying peer costs bandwidth, not safety.
+type peerStatus struct {
+	known        bool
+	view         View
+	viewChanging bool
+	stable       SeqNum
+	lastExecuted SeqNum
+	lastServed   uint64 // tick we last answered its COMMITTED fetch
+}
+
+// periodic runs every StatusInterval ticks: status hint, retransmission of
+// what made no progress, catch-up.
+func (n *Node) periodic() {
+	n.broadcast(&bftpb.Message{Body: &bftpb.Message_Status{Status: &bftpb.Status{
+		View: uint64(n.view), ViewChanging: n.viewChanging, StableSeq: uint64(n.h),
+		LastExecuted: uint64(n.lastExecuted), Replica: uint32(n.cfg.ID),
+	}}})
+	if n.viewChanging && n.vc.own != nil {
+		n.broadcast(&bftpb.Message{Body: &bftpb.Message_ViewChange{ViewChange: n.vc.own}})
+	}
+	n.retransmit()
+	n.catchUp()
+}
+
+// retransmit re-sends this replica's messages for slots of the current
+// view that made no progress for a status interval, and its latest
+// checkpoint above h, so that lost messages do not stall the group.
+func (n *Node) retransmit() {
+	if n.viewChanging {
+		return
+	}
+	budget := 2 * n.cfg.PipelineWindow
+	for s := n.lastExecuted + 1; s <= n.highWatermark() && budget > 0; s++ {
+		sl := n.slots[s]
+		if sl == nil || n.now-sl.progress < uint64(n.cfg.StatusInterval) {
+			continue
+		}
+		ph := sl.phases[n.view]
+		if ph == nil || ph.pp == nil {
+			continue
+		}
+		budget--
+		sl.progress = n.now
+		if n.IsPrimary() {
+			if b := n.body(sl, ph.digest); b != nil {
+				n.broadcast(&bftpb.Message{Body: &bftpb.Message_PrePrepare{PrePrepare: withBody(ph.pp, b)}})
+			}
+		} else if p := ph.prepares[n.cfg.ID]; p != nil {
+			n.broadcast(&bftpb.Message{Body: &bftpb.Message_Prepare{Prepare: p}})
+		} else if n.body(sl, ph.digest) == nil {
+			n.fetchBody(s, ph.digest)
+		}
+		if c := ph.commits[n.cfg.ID]; c != nil {
+			n.broadcast(&bftpb.Message{Body: &bftpb.Message_Commit{Commit: c}})
+		}
+	}
+	var latest SeqNum
+	for s := range n.ownCps {
+		if s > n.h && s > latest {
+			latest = s
+		}
+	}
+	if latest > 0 {
+		if row := n.cps.bySeq[latest]; row != nil && row[n.cfg.ID] != nil {
+			n.broadcast(&bftpb.Message{Body: &bftpb.Message_Checkpoint{Checkpoint: row[n.cfg.ID]}})
+		}
+	}
+	if sl := n.slots[n.execCursor+1]; sl != nil && sl.committed && n.body(sl, sl.commitDigest) == nil {
+		n.fetchBody(sl.seq, sl.commitDigest)
+	}
+}
+
+func (n *Node) onStatus(from ReplicaID, st *bftpb.Status) {
+	p := &n.peers[from]
+	p.known = true
+	p.view, p.viewChanging = View(st.View), st.ViewChanging
+	p.stable, p.lastExecuted = SeqNum(st.StableSeq), SeqNum(st.LastExecuted)
+	// A peer behind in views, or still changing to the view we are in, gets
+	// the NEW-VIEW that started it (V5 makes it self-certifying).
+	if !n.viewChanging && n.vc.newView != nil && (p.view < n.view || (p.view == n.view && p.viewChanging)) {
+		n.send(from, &bftpb.Message{Body: &bftpb.Message_NewView{NewView: n.vc.newView}})
+	}
+}
+
+// catchUp fetches committed batches (with commit certificates) or the
+// stable checkpoint certificate from a peer that reports more progress
+// (G3), at most once per status interval, rotating over peers.
+func (n *Node) catchUp() {
+	if n.transfer != nil || n.now-n.lastFetch < uint64(n.cfg.StatusInterval) {
+		return
+	}
+	// Not stuck if the next batch is committed and merely executing.
+	if sl := n.slots[n.execCursor+1]; sl != nil && sl.committed && n.body(sl, sl.commitDigest) != nil {
+		return
+	}
+	for i := 1; i <= n.cfg.N; i++ {
+		id := (n.fetchPeer + i) % n.cfg.N
+		p := &n.peers[id]
+		if ReplicaID(id) == n.cfg.ID || !p.known || (p.lastExecuted <= n.execCursor && p.stable <= n.execCursor) {
+			continue
+		}
+		from := n.execCursor + 1
+		to := p.lastExecuted
+		if max := from + SeqNum(n.cfg.MaxFetchBatches) - 1; to > max {
+			to = max
+		}
+		if to < from {
+			to = from
+		}
+		n.fetchPeer, n.lastFetch = id, n.now
+		n.stats.Fetches++
+		n.send(ReplicaID(id), &bftpb.Message{Body: &bftpb.Message_Fetch{Fetch: &bftpb.Fetch{
+			Kind: bftpb.Fetch_KIND_COMMITTED, FromSeq: uint64(from), ToSeq: uint64(to), Replica: uint32(n.cfg.ID),
+		}}})
+		return
+	}
+}
+
+// fetchBody asks every peer for the body of the batch with digest d at s
+// (V5), at most once per status interval per seq.
+func (n *Node) fetchBody(s SeqNum, d Digest) {
+	if t, ok := n.bodyFetch[s]; ok && n.now-t < uint64(n.cfg.StatusInterval) {
+		return
+	}
+	n.bodyFetch[s] = n.now
+	n.stats.Fetches++
+	n.broadcast(&bftpb.Message{Body: &bftpb.Message_Fetch{Fetch: &bftpb.Fetch{
+		Kind: bftpb.Fetch_KIND_BATCH, FromSeq: uint64(s), Digest: append([]byte(nil), d[:]...), Replica: uint32(n.cfg.ID),
+	}}})
+}
+
+// onFetch answers a peer's fetch from the log. Answers are bounded per
+// fetch and COMMITTED fetches are rate-limited per peer.
+func (n *Node) onFetch(from ReplicaID, f *bftpb.Fetch) {
+	switch f.Kind {
+	case bftpb.Fetch_KIND_COMMITTED:
+		p := &n.peers[from]
+		if p.lastServed != 0 && n.now-p.lastServed < uint64(n.cfg.StatusInterval)/2 {
+			n.stats.Dropped[dropDuplicate]++
+			return
+		}
+		p.lastServed = n.now
+		if SeqNum(f.FromSeq) <= n.h && n.stable != nil {
+			n.send(from, &bftpb.Message{Body: &bftpb.Message_CheckpointCert{CheckpointCert: n.stable}})
+		}
+		sent := 0
+		start := SeqNum(f.FromSeq)
+		if start <= n.h {
+			start = n.h + 1
+		}
+		for s := start; s <= SeqNum(f.ToSeq) && s <= n.highWatermark() && sent < n.cfg.MaxFetchBatches; s++ {
+			sl := n.slots[s]
+			if sl == nil || !sl.committed || sl.commitPP == nil {
+				break
+			}
+			b := n.body(sl, sl.commitDigest)
+			if b == nil {
+				break
+			}
+			sent++
+			n.send(from, &bftpb.Message{Body: &bftpb.Message_CommittedBatch{CommittedBatch: &bftpb.CommittedBatch{
+				PrePrepare: withBody(sl.commitPP, b), Cert: sl.commitCert,
+			}}})
+		}
+	case bftpb.Fetch_KIND_NEW_VIEW:
+		if n.vc.newView != nil && View(f.View) <= n.view && !n.viewChanging {
+			n.send(from, &bftpb.Message{Body: &bftpb.Message_NewView{NewView: n.vc.newView}})
+		}
+	case bftpb.Fetch_KIND_BATCH:
+		sl := n.slots[SeqNum(f.FromSeq)]
+		d, _ := digestFrom(f.Digest)
+		if sl == nil || d == n.null {
+			return
+		}
+		if b := sl.bodies[d]; b != nil {
+			n.send(from, &bftpb.Message{Body: &bftpb.Message_BatchBody{BatchBody: &bftpb.BatchBody{Seq: f.FromSeq, Digest: f.Digest, Batch: b}}})
+		}
+	}
+}
+
+// onCommittedBatch takes a batch proven committed by 2f+1 COMMITs (G3).
+func (n *Node) onCommittedBatch(cb *bftpb.CommittedBatch) {
+	pp := cb.PrePrepare
+	s := SeqNum(pp.Seq)
+	if s <= n.execCursor || s <= n.h {
+		n.stats.Dropped[dropStale]++
+		return
+	}
+	if s > n.highWatermark() {
+		n.stats.Dropped[dropWatermark]++
+		return
+	}
+	sl := n.slotFor(s)
+	if sl.committed {
+		n.stats.Dropped[dropDuplicate]++
+		return
+	}
+	d, _ := digestFrom(pp.Digest)
+	sl.addBody(d, pp.Batch)
+	sl.bodyPersisted[d] = true
+	n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_PrePrepare{PrePrepare: pp}})
+	for _, c := range cb.Cert.Commits {
+		n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_Commit{Commit: c}})
+	}
+	n.stats.CommittedFetched++
+	n.markCommitted(sl, View(pp.View), d, pp, cb.Cert)
+}
+
+// onBatchBody takes a body the log references by digest.
+func (n *Node) onBatchBody(bb *bftpb.BatchBody) {
+	sl := n.slots[SeqNum(bb.Seq)]
+	if sl == nil {
+		n.stats.Dropped[dropStale]++
+		return
+	}
+	d, _ := digestFrom(bb.Digest)
+	wanted := sl.committed && sl.commitDigest == d
+	for _, ph := range sl.phases {
+		if ph.pp != nil && ph.digest == d {
+			wanted = true
+		}
+	}
+	if !wanted || !sl.addBody(d, bb.Batch) {
+		n.stats.Dropped[dropDuplicate]++
+		return
+	}
+	n.onNewBody(sl, d, bb.Batch)
+}

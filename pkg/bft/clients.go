@@ -1,0 +1,144 @@
+package bft
+
+import (
+	"sort"
+
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+)
+
+// The client table (pbft.md C2): per client, a low watermark below which
+// every timestamp is finished, and the results of executed requests above
+// it. A request's own low field moves the watermark (the client declares it
+// has what it needs below it), so the table holds at most W results per
+// client and a restarted client can start afresh above its old timestamps.
+//
+// The core decides every change deterministically at execution time and
+// hands the changes to the host (Execution.Clients), which stores them in the
+// same atomic batch as the state changes; after a restart or a state
+// transfer the host hands the table back (Restored.Clients,
+// StateInstalled).
+
+type reqKey struct {
+	client ClientID
+	ts     uint64
+}
+
+type cachedReply struct {
+	result []byte
+	done   bool // executed and result known; false while the host executes it
+}
+
+type clientState struct {
+	low     uint64
+	replies map[uint64]*cachedReply
+}
+
+type clientTable struct {
+	w uint64
+	m map[ClientID]*clientState
+}
+
+func newClientTable(w uint64) clientTable {
+	return clientTable{w: w, m: make(map[ClientID]*clientState)}
+}
+
+func (t *clientTable) get(c ClientID) *clientState {
+	cs := t.m[c]
+	if cs == nil {
+		cs = &clientState{replies: make(map[uint64]*cachedReply)}
+		t.m[c] = cs
+	}
+	return cs
+}
+
+// disposition is what execution does with one request.
+type disposition uint8
+
+const (
+	dispExecute   disposition = iota
+	dispDuplicate             // already executed: resend the cached reply
+	dispStale                 // at or below the low watermark: never executes
+	dispRefused               // above the window: not executed
+)
+
+// classify tells what a request would get, given the client's state and
+// the low watermark the request itself declares, without changing anything.
+func (t *clientTable) classify(cs *clientState, r *bftpb.Request) (disposition, uint64) {
+	low := r.Low
+	var cached *cachedReply
+	if cs != nil {
+		if cs.low > low {
+			low = cs.low
+		}
+		cached = cs.replies[r.Timestamp]
+	}
+	switch {
+	case cached != nil:
+		return dispDuplicate, low
+	case r.Timestamp <= low:
+		return dispStale, low
+	case r.Timestamp > low+t.w:
+		return dispRefused, low
+	default:
+		return dispExecute, low
+	}
+}
+
+// raiseLow moves a client's low watermark and returns the timestamps of the
+// cached replies it forgets, in increasing order.
+func (cs *clientState) raiseLow(low uint64) []uint64 {
+	if low <= cs.low {
+		return nil
+	}
+	cs.low = low
+	var forgot []uint64
+	for ts := range cs.replies {
+		if ts <= low {
+			forgot = append(forgot, ts)
+			delete(cs.replies, ts)
+		}
+	}
+	sort.Slice(forgot, func(i, j int) bool { return forgot[i] < forgot[j] })
+	return forgot
+}
+
+// restore replaces the table with records from the store.
+func (t *clientTable) restore(recs []*bftpb.ClientRecord) {
+	t.m = make(map[ClientID]*clientState, len(recs))
+	for _, rec := range recs {
+		cs := t.get(ClientID(rec.Client))
+		cs.low = rec.Low
+		for _, r := range rec.Replies {
+			if r.Timestamp > cs.low {
+				cs.replies[r.Timestamp] = &cachedReply{result: r.Result, done: true}
+			}
+		}
+	}
+}
+
+// Records returns the client table as records, sorted by client, for tests
+// and for hosts that store the table whole.
+func (n *Node) ClientRecords() []*bftpb.ClientRecord {
+	ids := make([]string, 0, len(n.clients.m))
+	for c := range n.clients.m {
+		ids = append(ids, string(c))
+	}
+	sort.Strings(ids)
+	out := make([]*bftpb.ClientRecord, 0, len(ids))
+	for _, id := range ids {
+		cs := n.clients.m[ClientID(id)]
+		rec := &bftpb.ClientRecord{Client: []byte(id), Low: cs.low}
+		ts := make([]uint64, 0, len(cs.replies))
+		for t, r := range cs.replies {
+			if r.done {
+				ts = append(ts, t)
+			}
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+		for _, t := range ts {
+			rec.Replies = append(rec.Replies, &bftpb.CachedReply{Timestamp: t, Result: cs.replies[t].result})
+		}
+		out = append(out, rec)
+	}
+	return out
+}

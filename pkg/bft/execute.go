@@ -1,0 +1,197 @@
+package bft
+
+import (
+	"fmt"
+
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+)
+
+func errSafety(format string, args ...any) error {
+	return fmt.Errorf("bft: safety violation: "+format, args...)
+}
+
+// execRecord remembers, for a batch handed to the host, what to answer
+// once it reports the results.
+type execRecord struct {
+	executed   []reqKey // one per result
+	duplicates []reqKey // resend the cached reply
+	stale      []reqKey // answer STALE
+	clients    []ClientID // touched by the batch
+	checkpoint bool
+}
+
+// buildExecution decides, deterministically and in batch order, what each
+// request of a committed batch gets (C2, N7), updates the client table and
+// returns the Execution for the host.
+func (n *Node) buildExecution(sl *slot, b *bftpb.Batch) Execution {
+	ex := Execution{
+		Seq: sl.seq, View: sl.commitView, Digest: sl.commitDigest, Batch: b,
+		Checkpoint: sl.seq%n.cfg.CheckpointInterval == 0,
+	}
+	rec := &execRecord{checkpoint: ex.Checkpoint}
+	index := make(map[ClientID]int)
+	for _, r := range b.Requests {
+		c := ClientID(r.Client)
+		cs := n.clients.get(c)
+		i, ok := index[c]
+		if !ok {
+			i = len(ex.Clients)
+			index[c] = i
+			ex.Clients = append(ex.Clients, ClientUpdate{Client: c})
+			rec.clients = append(rec.clients, c)
+		}
+		upd := &ex.Clients[i]
+		disp, low := n.clients.classify(cs, r)
+		upd.Delete = append(upd.Delete, cs.raiseLow(low)...)
+		upd.Low = cs.low
+		key := reqKey{c, r.Timestamp}
+		switch disp {
+		case dispExecute:
+			upd.Put = append(upd.Put, PutReply{Timestamp: r.Timestamp, Result: len(ex.Execute)})
+			cs.replies[r.Timestamp] = &cachedReply{}
+			ex.Execute = append(ex.Execute, r)
+			rec.executed = append(rec.executed, key)
+		case dispDuplicate:
+			rec.duplicates = append(rec.duplicates, key)
+		case dispStale:
+			rec.stale = append(rec.stale, key)
+		case dispRefused:
+			n.stats.Dropped[dropRequest]++
+		}
+	}
+	// A put overwritten by a later low in the same batch is deleted again:
+	// drop puts at or below the final low so the host's writes stay simple.
+	for i := range ex.Clients {
+		upd := &ex.Clients[i]
+		kept := upd.Put[:0]
+		for _, p := range upd.Put {
+			if p.Timestamp > upd.Low {
+				kept = append(kept, p)
+			}
+		}
+		upd.Put = kept
+	}
+	n.execInfo[sl.seq] = rec
+	return ex
+}
+
+// Executed reports that the host executed batch seq and durably committed
+// its state, its client updates and seq (P2). results holds one result per
+// Execution.Execute element; stateDigest is the application's state digest
+// after the batch, required when Execution.Checkpoint is set (G1).
+// Reports for batches that a state transfer superseded are ignored.
+func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error {
+	if n.stopped != nil {
+		return n.stopped
+	}
+	if seq <= n.lastExecuted {
+		return nil // superseded by a state transfer
+	}
+	rec := n.execInfo[seq]
+	if seq != n.lastExecuted+1 || seq > n.execCursor || rec == nil {
+		return fmt.Errorf("%w: executed %d, expected %d (handed out up to %d)", ErrUnexpectedReply, seq, n.lastExecuted+1, n.execCursor)
+	}
+	if len(results) != len(rec.executed) {
+		return fmt.Errorf("%w: %d results for %d requests at seq %d", ErrUnexpectedReply, len(results), len(rec.executed), seq)
+	}
+	var digest Digest
+	if rec.checkpoint {
+		d, ok := digestFrom(stateDigest)
+		if !ok {
+			return fmt.Errorf("%w: checkpoint at seq %d needs a 32-byte state digest, got %d bytes", ErrUnexpectedReply, seq, len(stateDigest))
+		}
+		digest = d
+	}
+	delete(n.execInfo, seq)
+	n.lastExecuted = seq
+	n.stats.BatchesExecuted++
+	n.stats.RequestsExecuted += uint64(len(results))
+
+	progressed := false
+	for i, key := range rec.executed {
+		if cr := n.clients.m[key.client].replies[key.ts]; cr != nil {
+			cr.result, cr.done = results[i], true
+		}
+		n.reply(key, bftpb.ReplyStatus_REPLY_STATUS_OK, results[i], 0)
+		progressed = n.reqs.remove(key) || progressed
+		delete(n.reqs.inflight, key)
+	}
+	for _, key := range rec.duplicates {
+		if cr := n.clients.m[key.client].replies[key.ts]; cr != nil && cr.done {
+			n.reply(key, bftpb.ReplyStatus_REPLY_STATUS_OK, cr.result, 0)
+		}
+		progressed = n.reqs.remove(key) || progressed
+		delete(n.reqs.inflight, key)
+	}
+	for _, key := range rec.stale {
+		cs := n.clients.m[key.client]
+		n.reply(key, bftpb.ReplyStatus_REPLY_STATUS_STALE, nil, cs.low)
+		progressed = n.reqs.remove(key) || progressed
+		delete(n.reqs.inflight, key)
+	}
+	// Requests the new low watermarks made stale will never execute.
+	for _, c := range rec.clients {
+		if n.reqs.removeUpTo(c, n.clients.m[c].low) > 0 {
+			progressed = true
+		}
+	}
+	if sl := n.slots[seq]; sl != nil {
+		for _, r := range sl.bodies[sl.commitDigest].GetRequests() {
+			delete(n.reqs.inflight, reqKey{ClientID(r.Client), r.Timestamp})
+		}
+	}
+	// V1: restart the timer if requests still wait, stop it otherwise; an
+	// execution in the new view ends the back-off (V6).
+	if progressed || len(rec.executed) > 0 {
+		n.vc.attempts = 0
+	}
+	if progressed {
+		n.reqTimer.stop()
+		if n.reqs.len() > 0 && !n.viewChanging && !n.IsPrimary() {
+			n.reqTimer.start(n.now, n.backoff(n.cfg.RequestTimeout))
+		}
+	}
+	if rec.checkpoint {
+		n.takeCheckpoint(seq, digest)
+	}
+	if n.pending != nil && SeqNum(n.pending.Seq) <= n.lastExecuted {
+		cert := n.pending
+		n.pending = nil
+		n.stabilize(cert)
+	}
+	n.tryExecute()
+	return nil
+}
+
+// StateInstalled reports that the host installed the state of the current
+// StateTarget (G3): seq is the target's seq and clients the client table
+// of the installed state. Execution resumes after seq.
+func (n *Node) StateInstalled(seq SeqNum, clients []*bftpb.ClientRecord) error {
+	if n.stopped != nil {
+		return n.stopped
+	}
+	if n.transfer == nil || n.transfer.Seq != seq {
+		return fmt.Errorf("bft: state installed at seq %d, but the state transfer target is %v", seq, n.transfer)
+	}
+	n.ownCps[seq] = n.transfer.Digest
+	n.transfer = nil
+	n.lastExecuted, n.execCursor = seq, seq
+	for s := range n.execInfo {
+		if s <= seq {
+			delete(n.execInfo, s)
+		}
+	}
+	n.clients.restore(clients)
+	for _, p := range n.reqs.ordered() {
+		if disp, _ := n.clients.classify(n.clients.m[p.key.client], p.req); disp != dispExecute {
+			n.reqs.remove(p.key)
+		}
+	}
+	n.reqs.inflight = make(map[reqKey]SeqNum)
+	n.stats.StateTransfers++
+	if n.nextSeq <= seq {
+		n.nextSeq = seq + 1
+	}
+	n.tryExecute()
+	return nil
+}

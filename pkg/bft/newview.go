@@ -1,0 +1,70 @@
+package bft
+
+import (
+	"bytes"
+
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+)
+
+// nvEntry is one PRE-PREPARE of a NEW-VIEW's O.
+type nvEntry struct {
+	seq    SeqNum
+	digest Digest
+	null   bool
+}
+
+// nvPlan is what V4 computes from a set of VIEW-CHANGEs.
+type nvPlan struct {
+	minS, maxS SeqNum
+	// stable is the VIEW-CHANGE whose checkpoint is min-s (its certificate
+	// proves min-s); nil when min-s is the genesis checkpoint.
+	stable  *bftpb.ViewChange
+	entries []nvEntry
+}
+
+// computeNewView is V4: min-s is the highest stable checkpoint among the
+// VIEW-CHANGEs, max-s the highest seq of any prepared certificate; every seq
+// in (min-s, max-s] gets the digest of the prepared certificate of the
+// highest view, or the null batch. It is pure, so the primary and every
+// backup compute the same O from the same V (V5).
+func computeNewView(vcs []*bftpb.ViewChange, null Digest) nvPlan {
+	var plan nvPlan
+	for _, vc := range vcs {
+		if s := SeqNum(vc.StableSeq); s > plan.minS || (s == plan.minS && plan.stable == nil && s > 0) {
+			plan.minS = s
+			plan.stable = vc
+		}
+	}
+	plan.maxS = plan.minS
+	type best struct {
+		view   uint64
+		digest []byte
+	}
+	chosen := make(map[SeqNum]best)
+	for _, vc := range vcs {
+		for _, pc := range vc.Prepared {
+			pp := pc.GetPrePrepare()
+			s := SeqNum(pp.GetSeq())
+			if s <= plan.minS {
+				continue
+			}
+			if s > plan.maxS {
+				plan.maxS = s
+			}
+			// Highest view wins; on a tie (impossible with at most f faulty
+			// replicas) the smaller digest wins, so the choice is deterministic.
+			if b, ok := chosen[s]; !ok || pp.GetView() > b.view || (pp.GetView() == b.view && bytes.Compare(pp.GetDigest(), b.digest) < 0) {
+				chosen[s] = best{view: pp.GetView(), digest: pp.GetDigest()}
+			}
+		}
+	}
+	for s := plan.minS + 1; s <= plan.maxS; s++ {
+		if b, ok := chosen[s]; ok {
+			d, _ := digestFrom(b.digest)
+			plan.entries = append(plan.entries, nvEntry{seq: s, digest: d})
+		} else {
+			plan.entries = append(plan.entries, nvEntry{seq: s, digest: null, null: true})
+		}
+	}
+	return plan
+}

@@ -1,0 +1,239 @@
+package bft
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+)
+
+// Record keys. Slot records sort by seq, so the log below a stable
+// checkpoint is one key range; view records sort by view.
+//
+//	's' seq(8) view(8) kind(1) replica(4)   PRE-PREPARE, PREPARE, COMMIT
+//	'v' view(8) kind(1) replica(4)          VIEW-CHANGE, NEW-VIEW
+//	'c' seq(8) replica(4)                   CHECKPOINT (own)
+const (
+	prefixSlot       = 's'
+	prefixView       = 'v'
+	prefixCheckpoint = 'c'
+)
+
+// RecordKey returns the key under which the host stores rec.
+func RecordKey(rec *bftpb.LogRecord) []byte {
+	switch r := rec.Record.(type) {
+	case *bftpb.LogRecord_PrePrepare:
+		return slotKey(r.PrePrepare.Seq, r.PrePrepare.View, kindPrePrepare, r.PrePrepare.Replica)
+	case *bftpb.LogRecord_Prepare:
+		return slotKey(r.Prepare.Seq, r.Prepare.View, kindPrepare, r.Prepare.Replica)
+	case *bftpb.LogRecord_Commit:
+		return slotKey(r.Commit.Seq, r.Commit.View, kindCommit, r.Commit.Replica)
+	case *bftpb.LogRecord_ViewChange:
+		return viewKey(r.ViewChange.View, kindViewChange, r.ViewChange.Replica)
+	case *bftpb.LogRecord_NewView:
+		return viewKey(r.NewView.View, kindNewView, r.NewView.Replica)
+	case *bftpb.LogRecord_Checkpoint:
+		b := []byte{prefixCheckpoint}
+		b = binary.BigEndian.AppendUint64(b, r.Checkpoint.Seq)
+		return binary.BigEndian.AppendUint32(b, r.Checkpoint.Replica)
+	}
+	return nil
+}
+
+func slotKey(seq, view uint64, kind byte, replica uint32) []byte {
+	b := make([]byte, 0, 22)
+	b = append(b, prefixSlot)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	b = binary.BigEndian.AppendUint64(b, view)
+	b = append(b, kind)
+	return binary.BigEndian.AppendUint32(b, replica)
+}
+
+func viewKey(view uint64, kind byte, replica uint32) []byte {
+	b := make([]byte, 0, 14)
+	b = append(b, prefixView)
+	b = binary.BigEndian.AppendUint64(b, view)
+	b = append(b, kind)
+	return binary.BigEndian.AppendUint32(b, replica)
+}
+
+func prefixUpTo(prefix byte, v uint64) KeyRange {
+	end := binary.BigEndian.AppendUint64([]byte{prefix}, v+1)
+	if v == ^uint64(0) {
+		end = []byte{prefix + 1}
+	}
+	return KeyRange{Start: []byte{prefix}, End: end}
+}
+
+func slotRecordsUpTo(s SeqNum) KeyRange       { return prefixUpTo(prefixSlot, uint64(s)) }
+func checkpointRecordsUpTo(s SeqNum) KeyRange { return prefixUpTo(prefixCheckpoint, uint64(s)) }
+func viewRecordsBelow(v View) KeyRange {
+	return KeyRange{Start: []byte{prefixView}, End: binary.BigEndian.AppendUint64([]byte{prefixView}, uint64(v))}
+}
+
+// restore rebuilds the node from what the host persisted (P3): the view
+// and view-change flag, the stable checkpoint, every message of the log,
+// its own VIEW-CHANGE and the NEW-VIEW of its view, and its checkpoints. It
+// recomputes prepared and committed slots without sending anything: what it
+// sent before is in the log, so it never signs a different message for a
+// (view, seq) it signed before.
+func (n *Node) restore(r *Restored) error {
+	hs := r.HardState
+	if hs == nil {
+		hs = &bftpb.HardState{}
+	}
+	n.view, n.viewChanging = View(hs.View), hs.ViewChanging
+	if hs.Stable != nil && hs.Stable.Seq > 0 {
+		n.stable, n.h = hs.Stable, SeqNum(hs.Stable.Seq)
+	}
+	n.lastExecuted, n.execCursor = r.LastExecuted, r.LastExecuted
+	n.clients.restore(r.Clients)
+	for _, rec := range r.Records {
+		if err := n.restoreRecord(rec); err != nil {
+			return err
+		}
+	}
+	// Recompute what the messages prove, in seq order.
+	seqs := make([]SeqNum, 0, len(n.slots))
+	for s := range n.slots {
+		seqs = append(seqs, s)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	var maxOwn SeqNum
+	for _, s := range seqs {
+		sl := n.slots[s]
+		views := make([]View, 0, len(sl.phases))
+		for v := range sl.phases {
+			views = append(views, v)
+		}
+		sort.Slice(views, func(i, j int) bool { return views[i] < views[j] })
+		for _, v := range views {
+			ph := sl.phases[v]
+			if ph.pp != nil && v == n.view && n.primaryOf(v) == n.cfg.ID && s > maxOwn {
+				maxOwn = s
+			}
+			n.restorePhase(sl, ph)
+		}
+		if s <= n.lastExecuted {
+			sl.handedOff = true
+		}
+	}
+	// Drop the phases of views before the current one (their certificates
+	// stay in the slots).
+	for _, sl := range n.slots {
+		for v := range sl.phases {
+			if v < n.view {
+				delete(sl.phases, v)
+			}
+		}
+	}
+	n.nextSeq = maxOwn + 1
+	if n.nextSeq <= n.h {
+		n.nextSeq = n.h + 1
+	}
+	if n.vc.newView != nil {
+		if plan := computeNewView(n.vc.newView.ViewChanges, n.null); n.nextSeq <= plan.maxS {
+			n.nextSeq = plan.maxS + 1
+		}
+	}
+	if n.lastExecuted < n.h {
+		n.transfer = nil
+		n.startTransfer(n.stable)
+	}
+	n.rd = Ready{StateTarget: n.rd.StateTarget}
+	n.tryExecute()
+	return nil
+}
+
+func (n *Node) restoreRecord(rec *bftpb.LogRecord) error {
+	switch r := rec.Record.(type) {
+	case *bftpb.LogRecord_PrePrepare:
+		pp := r.PrePrepare
+		if !n.restorable(pp.Seq) {
+			return nil
+		}
+		d, ok := digestFrom(pp.Digest)
+		if !ok {
+			return fmt.Errorf("pre-prepare record with a %d-byte digest", len(pp.Digest))
+		}
+		sl := n.slotFor(SeqNum(pp.Seq))
+		ph := sl.phase(View(pp.View), n.cfg.N)
+		if ph.pp == nil {
+			ph.pp, ph.digest = header(pp), d
+		}
+		if pp.Batch != nil {
+			sl.addBody(d, pp.Batch)
+			sl.bodyPersisted[d] = true
+		}
+	case *bftpb.LogRecord_Prepare:
+		p := r.Prepare
+		if !n.restorable(p.Seq) || int(p.Replica) >= n.cfg.N {
+			return nil
+		}
+		n.slotFor(SeqNum(p.Seq)).phase(View(p.View), n.cfg.N).prepares[p.Replica] = p
+	case *bftpb.LogRecord_Commit:
+		c := r.Commit
+		if !n.restorable(c.Seq) || int(c.Replica) >= n.cfg.N {
+			return nil
+		}
+		n.slotFor(SeqNum(c.Seq)).phase(View(c.View), n.cfg.N).commits[c.Replica] = c
+	case *bftpb.LogRecord_ViewChange:
+		vc := r.ViewChange
+		if ReplicaID(vc.Replica) == n.cfg.ID && View(vc.View) == n.view && n.viewChanging {
+			n.vc.own = vc
+			n.vc.latest[n.cfg.ID] = vc
+		}
+	case *bftpb.LogRecord_NewView:
+		if View(r.NewView.View) == n.view && !n.viewChanging {
+			n.vc.newView = r.NewView
+		}
+	case *bftpb.LogRecord_Checkpoint:
+		cp := r.Checkpoint
+		if SeqNum(cp.Seq) > n.h && ReplicaID(cp.Replica) == n.cfg.ID {
+			d, _ := digestFrom(cp.StateDigest)
+			n.ownCps[SeqNum(cp.Seq)] = d
+			n.cps.add(cp)
+		}
+	default:
+		return fmt.Errorf("unknown log record")
+	}
+	return nil
+}
+
+func (n *Node) restorable(seq uint64) bool {
+	s := SeqNum(seq)
+	return s > n.h && s <= n.h+n.cfg.LogWindow
+}
+
+// restorePhase recomputes prepared and committed for one (view, seq) from
+// restored messages, without sending anything.
+func (n *Node) restorePhase(sl *slot, ph *phase) {
+	if ph.pp == nil {
+		return
+	}
+	primary := n.primaryOf(ph.view)
+	var prepares []*bftpb.Prepare
+	for id, p := range ph.prepares {
+		if p != nil && ReplicaID(id) != primary && string(p.Digest) == string(ph.digest[:]) {
+			prepares = append(prepares, p)
+		}
+	}
+	if len(prepares) >= n.q.Prepares() && n.body(sl, ph.digest) != nil {
+		ph.prepared = true
+		if sl.prepared == nil || View(sl.prepared.PrePrepare.View) <= ph.view {
+			sl.prepared = &bftpb.PreparedCert{PrePrepare: ph.pp, Prepares: prepares[:n.q.Prepares()]}
+		}
+	}
+	var commits []*bftpb.Commit
+	for _, c := range ph.commits {
+		if c != nil && string(c.Digest) == string(ph.digest[:]) {
+			commits = append(commits, c)
+		}
+	}
+	if len(commits) >= n.q.Quorum() && !sl.committed {
+		sl.committed, sl.commitDigest, sl.commitView = true, ph.digest, ph.view
+		sl.commitPP = ph.pp
+		sl.commitCert = &bftpb.CommitCert{View: uint64(ph.view), Seq: uint64(sl.seq), Digest: ph.digest[:], Commits: commits[:n.q.Quorum()]}
+	}
+}

@@ -1,0 +1,94 @@
+package bft
+
+import (
+	"sort"
+
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+)
+
+// pendingReq is a valid client request this replica holds and has not seen
+// executed (V1).
+type pendingReq struct {
+	key         reqKey
+	req         *bftpb.Request
+	digest      Digest
+	order       uint64
+	size        int
+	lastForward uint64
+}
+
+// requestStore holds pending requests, in arrival order, and the primary's
+// queue of requests to batch.
+type requestStore struct {
+	m        map[reqKey]*pendingReq
+	byClient map[ClientID]map[uint64]struct{}
+	queue    []*pendingReq // primary FIFO; entries may be stale (lazy deletion)
+	counter  uint64
+	// inflight are requests in batches the primary proposed that have not
+	// executed yet, so they are not batched twice.
+	inflight map[reqKey]SeqNum
+}
+
+func newRequestStore() requestStore {
+	return requestStore{m: make(map[reqKey]*pendingReq), byClient: make(map[ClientID]map[uint64]struct{}), inflight: make(map[reqKey]SeqNum)}
+}
+
+func (rs *requestStore) len() int { return len(rs.m) }
+
+func (rs *requestStore) add(key reqKey, r *bftpb.Request, d Digest) *pendingReq {
+	rs.counter++
+	p := &pendingReq{key: key, req: r, digest: d, order: rs.counter, size: len(r.Payload)}
+	rs.m[key] = p
+	bc := rs.byClient[key.client]
+	if bc == nil {
+		bc = make(map[uint64]struct{})
+		rs.byClient[key.client] = bc
+	}
+	bc[key.ts] = struct{}{}
+	return p
+}
+
+func (rs *requestStore) remove(key reqKey) bool {
+	if _, ok := rs.m[key]; !ok {
+		return false
+	}
+	delete(rs.m, key)
+	if bc := rs.byClient[key.client]; bc != nil {
+		delete(bc, key.ts)
+		if len(bc) == 0 {
+			delete(rs.byClient, key.client)
+		}
+	}
+	return true
+}
+
+// removeUpTo drops a client's pending requests at or below low and reports
+// how many it dropped.
+func (rs *requestStore) removeUpTo(c ClientID, low uint64) int {
+	bc := rs.byClient[c]
+	dropped := 0
+	for ts := range bc {
+		if ts <= low {
+			rs.remove(reqKey{c, ts})
+			dropped++
+		}
+	}
+	return dropped
+}
+
+// ordered returns the pending requests in arrival order.
+func (rs *requestStore) ordered() []*pendingReq {
+	out := make([]*pendingReq, 0, len(rs.m))
+	for _, p := range rs.m {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
+	return out
+}
+
+func (rs *requestStore) enqueue(p *pendingReq) { rs.queue = append(rs.queue, p) }
+
+// resetQueue makes the queue hold every pending request, in arrival order.
+func (rs *requestStore) resetQueue() { rs.queue = rs.ordered() }
+
+func (rs *requestStore) clearQueue() { rs.queue = nil }

@@ -1,0 +1,286 @@
+package bft
+
+import (
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+)
+
+// viewChangeState holds what the view-change protocol (V1–V7) needs.
+type viewChangeState struct {
+	// latest is the valid VIEW-CHANGE of the highest view from each replica.
+	latest []*bftpb.ViewChange
+	// own is this replica's VIEW-CHANGE for the view change in progress.
+	own *bftpb.ViewChange
+	// timer is T of V6; timerView the view it was started for.
+	timer     timer
+	timerView View
+	// attempts counts view changes since the last execution (back-off, V6).
+	attempts int
+	// newView is the NEW-VIEW that started the current view (nil for view 0).
+	newView *bftpb.NewView
+	// deferred are PRE-PREPAREs of the NEW-VIEW above the high watermark,
+	// installed once the watermark moves.
+	deferred []*bftpb.PrePrepare
+}
+
+func newViewChangeState(n int) viewChangeState {
+	return viewChangeState{latest: make([]*bftpb.ViewChange, n)}
+}
+
+// startViewChange moves to view target (V2): stop taking part in the old
+// view and send a VIEW-CHANGE with the stable checkpoint's certificate and a
+// prepared certificate for every seq above it that prepared.
+func (n *Node) startViewChange(target View) {
+	if target <= n.view {
+		return
+	}
+	n.view, n.viewChanging, n.hsDirty = target, true, true
+	n.vc.attempts++
+	n.stats.ViewChanges++
+	n.reqTimer.stop()
+	n.vc.timer.stop()
+	n.reqs.clearQueue()
+	vc := &bftpb.ViewChange{View: uint64(target), Replica: uint32(n.cfg.ID)}
+	if n.stable != nil {
+		vc.StableSeq, vc.StableDigest, vc.CheckpointCert = n.stable.Seq, n.stable.StateDigest, n.stable.Checkpoints
+	}
+	for s := n.h + 1; s <= n.highWatermark(); s++ {
+		if sl := n.slots[s]; sl != nil && sl.prepared != nil {
+			vc.Prepared = append(vc.Prepared, sl.prepared)
+		}
+	}
+	vc.Signature = n.sign(n.dom.ViewChangeBytes(vc))
+	n.vc.own = vc
+	n.vc.latest[n.cfg.ID] = vc
+	n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_ViewChange{ViewChange: vc}})
+	n.broadcast(&bftpb.Message{Body: &bftpb.Message_ViewChange{ViewChange: vc}})
+	n.log.Debugf("r%d: view change to %d (stable %d, %d prepared)", n.cfg.ID, target, vc.StableSeq, len(vc.Prepared))
+	n.checkViewChange()
+}
+
+// onViewChange handles a valid VIEW-CHANGE (V3 was checked by the Checker).
+func (n *Node) onViewChange(vc *bftpb.ViewChange) {
+	v := View(vc.View)
+	if v < n.view || (v == n.view && !n.viewChanging) {
+		// The sender is behind or missed the NEW-VIEW: the primary helps it.
+		if v == n.view && n.IsPrimary() && n.vc.newView != nil {
+			n.send(ReplicaID(vc.Replica), &bftpb.Message{Body: &bftpb.Message_NewView{NewView: n.vc.newView}})
+		}
+		n.stats.Dropped[dropStale]++
+		return
+	}
+	if cur := n.vc.latest[vc.Replica]; cur != nil && View(cur.View) >= v {
+		n.stats.Dropped[dropDuplicate]++
+		return
+	}
+	n.vc.latest[vc.Replica] = vc
+	n.checkViewChange()
+}
+
+// checkViewChange applies V7 (join the smallest view that f+1 replicas ask
+// for), V6 (start T once 2f+1 ask for the target) and V4 (the new primary
+// sends NEW-VIEW).
+func (n *Node) checkViewChange() {
+	var above []View
+	for id, vc := range n.vc.latest {
+		if vc != nil && ReplicaID(id) != n.cfg.ID && View(vc.View) > n.view {
+			above = append(above, View(vc.View))
+		}
+	}
+	if len(above) >= n.q.Weak() {
+		least := above[0]
+		for _, v := range above {
+			if v < least {
+				least = v
+			}
+		}
+		n.log.Debugf("r%d: %d replicas ask for views above %d: joining %d (V7)", n.cfg.ID, len(above), n.view, least)
+		n.startViewChange(least)
+		return
+	}
+	if !n.viewChanging {
+		return
+	}
+	count := 0
+	for _, vc := range n.vc.latest {
+		if vc != nil && View(vc.View) == n.view {
+			count++
+		}
+	}
+	if count < n.q.Quorum() {
+		return
+	}
+	if n.vc.timerView != n.view {
+		n.vc.timerView = n.view
+		n.vc.timer.start(n.now, n.backoff(n.cfg.ViewChangeTimeout))
+	}
+	if n.IsPrimary() && n.vc.latest[n.cfg.ID] != nil {
+		n.sendNewView()
+	}
+}
+
+// sendNewView is V4 at the primary of the new view.
+func (n *Node) sendNewView() {
+	vcs := []*bftpb.ViewChange{n.vc.latest[n.cfg.ID]}
+	for id, vc := range n.vc.latest {
+		if len(vcs) == n.q.Quorum() {
+			break
+		}
+		if vc != nil && ReplicaID(id) != n.cfg.ID && View(vc.View) == n.view {
+			vcs = append(vcs, vc)
+		}
+	}
+	plan := computeNewView(vcs, n.null)
+	nv := &bftpb.NewView{View: uint64(n.view), ViewChanges: vcs, Replica: uint32(n.cfg.ID)}
+	for _, e := range plan.entries {
+		pp := &bftpb.PrePrepare{View: uint64(n.view), Seq: uint64(e.seq), Digest: append([]byte(nil), e.digest[:]...), Replica: uint32(n.cfg.ID)}
+		pp.Signature = n.sign(n.dom.PrePrepareBytes(pp))
+		nv.PrePrepares = append(nv.PrePrepares, pp)
+	}
+	nv.Signature = n.sign(n.dom.NewViewBytes(nv))
+	n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_NewView{NewView: nv}})
+	n.broadcast(&bftpb.Message{Body: &bftpb.Message_NewView{NewView: nv}})
+	n.log.Debugf("r%d: NEW-VIEW %d: min-s %d max-s %d", n.cfg.ID, n.view, plan.minS, plan.maxS)
+	n.enterView(nv, plan)
+}
+
+// onNewView handles a NEW-VIEW the Checker found valid (V5).
+func (n *Node) onNewView(nv *bftpb.NewView) {
+	v := View(nv.View)
+	if v < n.view || (v == n.view && !n.viewChanging) {
+		n.stats.Dropped[dropStale]++
+		return
+	}
+	n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_NewView{NewView: nv}})
+	n.enterView(nv, computeNewView(nv.ViewChanges, n.null))
+}
+
+// enterView starts view nv.View (V4 at the primary, V5 at a backup): adopt
+// the checkpoint min-s if this replica is behind it, take the PRE-PREPAREs
+// of O (a backup PREPAREs each), act on messages of the view buffered
+// before, and hand the pending requests to the new primary.
+func (n *Node) enterView(nv *bftpb.NewView, plan nvPlan) {
+	v := View(nv.View)
+	n.view, n.viewChanging, n.hsDirty = v, false, true
+	n.stats.NewViews++
+	n.vc.timer.stop()
+	n.vc.own = nil
+	n.vc.newView = nv
+	for id, vc := range n.vc.latest {
+		if vc != nil && View(vc.View) <= v {
+			n.vc.latest[id] = nil
+		}
+	}
+	n.rd.Deletes = append(n.rd.Deletes, viewRecordsBelow(v))
+	if plan.minS > n.h && plan.stable != nil {
+		n.stabilize(&bftpb.CheckpointCert{Seq: plan.stable.StableSeq, StateDigest: plan.stable.StableDigest, Checkpoints: plan.stable.CheckpointCert})
+	}
+	// Old views' phases are done with; their prepared certificates and
+	// commit certificates stay in the slots.
+	for _, sl := range n.slots {
+		for pv := range sl.phases {
+			if pv < v {
+				delete(sl.phases, pv)
+			}
+		}
+	}
+	n.vc.deferred = nil
+	for _, pp := range nv.PrePrepares {
+		n.installNewViewPrePrepare(pp)
+	}
+	// Messages of this view that arrived before the NEW-VIEW.
+	for s := n.h + 1; s <= n.highWatermark(); s++ {
+		if sl := n.slots[s]; sl != nil {
+			if ph := sl.phases[v]; ph != nil && ph.pp != nil {
+				n.acceptPrePrepare(sl, ph)
+			}
+		}
+	}
+	if n.IsPrimary() {
+		n.nextSeq = plan.maxS + 1
+		if n.nextSeq <= n.h {
+			n.nextSeq = n.h + 1
+		}
+		n.reqs.inflight = make(map[reqKey]SeqNum)
+		for s := n.lastExecuted + 1; s <= plan.maxS; s++ {
+			if sl := n.slots[s]; sl != nil {
+				if ph := sl.phases[v]; ph != nil {
+					for _, r := range n.body(sl, ph.digest).GetRequests() {
+						n.reqs.inflight[reqKey{ClientID(r.Client), r.Timestamp}] = s
+					}
+				}
+			}
+		}
+		n.reqs.resetQueue()
+	} else {
+		n.forwardPending()
+	}
+	n.log.Debugf("r%d: entered view %d (h %d, executed %d, O %d)", n.cfg.ID, v, n.h, n.lastExecuted, len(nv.PrePrepares))
+	n.tryExecute()
+}
+
+// installNewViewPrePrepare takes one PRE-PREPARE of O; those above the high
+// watermark wait until it moves.
+func (n *Node) installNewViewPrePrepare(pp *bftpb.PrePrepare) {
+	s, v := SeqNum(pp.Seq), View(pp.View)
+	if s <= n.h || v != n.view {
+		return
+	}
+	if s > n.highWatermark() {
+		n.vc.deferred = append(n.vc.deferred, pp)
+		return
+	}
+	d, _ := digestFrom(pp.Digest)
+	sl := n.slotFor(s)
+	ph := sl.phase(v, n.cfg.N)
+	if ph.pp != nil {
+		if ph.digest != d {
+			n.stats.Dropped[dropConflict]++
+		}
+		return
+	}
+	ph.pp, ph.digest = pp, d
+	rec := pp
+	if b := sl.bodies[d]; b != nil {
+		rec = withBody(pp, b)
+		sl.bodyPersisted[d] = true
+	}
+	n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_PrePrepare{PrePrepare: rec}})
+	sl.progress = n.now
+}
+
+// installDeferred installs NEW-VIEW PRE-PREPAREs that the moved watermark
+// now admits.
+func (n *Node) installDeferred() {
+	if len(n.vc.deferred) == 0 || n.viewChanging {
+		return
+	}
+	rest := n.vc.deferred
+	n.vc.deferred = nil
+	for _, pp := range rest {
+		n.installNewViewPrePrepare(pp)
+		if s := SeqNum(pp.Seq); s > n.h && s <= n.highWatermark() {
+			sl := n.slots[s]
+			if ph := sl.phases[n.view]; ph != nil && ph.pp != nil {
+				n.acceptPrePrepare(sl, ph)
+			}
+		}
+	}
+}
+
+// forwardPending sends the requests a backup holds to the new primary and
+// restarts the request timer (V1) if any wait.
+func (n *Node) forwardPending() {
+	limit := 4 * n.cfg.MaxBatchRequests
+	for _, p := range n.reqs.ordered() {
+		if limit == 0 {
+			break
+		}
+		limit--
+		p.lastForward = n.now
+		n.send(n.Primary(), &bftpb.Message{Body: &bftpb.Message_Request{Request: p.req}})
+	}
+	n.reqTimer.stop()
+	if n.reqs.len() > 0 {
+		n.reqTimer.start(n.now, n.backoff(n.cfg.RequestTimeout))
+	}
+}
