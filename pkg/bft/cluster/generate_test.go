@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/auth"
 )
 
@@ -133,7 +134,7 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 func TestGeneratedKeysSignForTheirReplicas(t *testing.T) {
 	c, dir := generate(t, GenerateOptions{Groups: 2, F: 1, BasePort: 7000, Clients: 1})
 	for _, g := range c.Groups {
-		v, err := c.Verifier(groupID(g.ID))
+		v, err := c.Verifier(bft.GroupID(g.ID))
 		require.NoError(t, err)
 		for _, r := range g.Replicas {
 			priv, err := LoadReplicaKey(dir, r.Name)
@@ -141,7 +142,7 @@ func TestGeneratedKeysSignForTheirReplicas(t *testing.T) {
 			s, err := auth.NewSigner(priv)
 			require.NoError(t, err)
 			msg := []byte("prepare")
-			require.NoError(t, v.VerifyReplica(replicaID(r.Index), msg, s.Sign(msg)), r.Name)
+			require.NoError(t, v.VerifyReplica(bft.ReplicaID(r.Index), msg, s.Sign(msg)), r.Name)
 		}
 	}
 }
