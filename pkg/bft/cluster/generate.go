@@ -98,7 +98,7 @@ func build(opts GenerateOptions) (*Cluster, []namedKey, error) {
 	if opts.Groups < 1 || opts.Groups > 256 {
 		return nil, nil, fmt.Errorf("%w: %d groups: want 1..256", ErrBadParameter, opts.Groups)
 	}
-	if opts.F < 0 || 3*opts.F+1 > quorum.MaxReplicas {
+	if opts.F < 0 || opts.F > (quorum.MaxReplicas-1)/3 {
 		return nil, nil, fmt.Errorf("%w: f=%d: want 0 <= f and 3f+1 <= %d", ErrBadParameter, opts.F, quorum.MaxReplicas)
 	}
 	if opts.Clients < 0 {
@@ -106,7 +106,7 @@ func build(opts GenerateOptions) (*Cluster, []namedKey, error) {
 	}
 	n := 3*opts.F + 1
 	last := opts.BasePort + PortsPerReplica*opts.Groups*n - 1
-	if opts.BasePort < 1 || last > 65535 {
+	if opts.BasePort < 1 || opts.BasePort > 65535 || last > 65535 {
 		return nil, nil, fmt.Errorf("%w: base port %d: %d groups of %d replicas need ports %d..%d, within 1..65535",
 			ErrBadParameter, opts.BasePort, opts.Groups, n, opts.BasePort, last)
 	}

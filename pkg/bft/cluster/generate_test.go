@@ -3,6 +3,7 @@ package cluster
 import (
 	"crypto/ed25519"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -117,6 +118,7 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 		"negative f":         {Dir: dir, Groups: 1, F: -1, BasePort: 7000, Clients: 1},
 		"no base port":       {Dir: dir, Groups: 1, F: 1, BasePort: 0, Clients: 1},
 		"ports overflow":     {Dir: dir, Groups: 2, F: 1, BasePort: 65530, Clients: 1},
+		"huge base port":     {Dir: dir, Groups: 1, F: 1, BasePort: math.MaxInt, Clients: 1},
 		"negative clients":   {Dir: dir, Groups: 1, F: 1, BasePort: 7000, Clients: -1},
 		"listed, no clients": {Dir: dir, Groups: 1, F: 1, BasePort: 7000},
 		"unknown policy":     {Dir: dir, Groups: 1, F: 1, BasePort: 7000, ClientPolicy: "everyone"},

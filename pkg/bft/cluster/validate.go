@@ -60,7 +60,7 @@ func (v *validator) params(c *Cluster) {
 	case strings.IndexFunc(c.ClusterID, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0:
 		v.add(ErrBadParameter, "cluster_id %q must be printable ASCII without spaces", c.ClusterID)
 	}
-	if c.F < 0 || 3*c.F+1 > quorum.MaxReplicas {
+	if c.F < 0 || c.F > (quorum.MaxReplicas-1)/3 {
 		v.add(ErrBadParameter, "f=%d: want 0 <= f and 3f+1 <= %d", c.F, quorum.MaxReplicas)
 	}
 	if c.ClientWindow < 1 {

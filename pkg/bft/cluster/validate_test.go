@@ -251,6 +251,7 @@ func TestValidateRejectsBadParameters(t *testing.T) {
 		"cluster id spaces":    {func(c *Cluster) { c.ClusterID = "my cluster" }, "printable ASCII"},
 		"negative f":           {func(c *Cluster) { c.F = -1 }, "f=-1"},
 		"f too large":          {func(c *Cluster) { c.F = 22 }, "3f+1 <= 64"},
+		"f overflowing 3f+1":   {func(c *Cluster) { c.F = 1 << 62 }, "3f+1 <= 64"},
 		"zero client window":   {func(c *Cluster) { c.ClientWindow = 0 }, "client_window=0"},
 		"L not a multiple":     {func(c *Cluster) { c.LogWindow = 300 }, "log_window L=300 must be a multiple of checkpoint_interval K=128"},
 		"L below 2K":           {func(c *Cluster) { c.LogWindow = 128 }, "at least 2K"},
