@@ -179,7 +179,7 @@ type node struct {
 	peers   *Peers
 	metrics *Metrics
 	faults  *Faults
-	served  chan error
+	served  chan struct{}
 }
 
 type cluster struct {
@@ -247,9 +247,14 @@ func (c *cluster) startServer(t testing.TB, nd *node, lis net.Listener) {
 	})
 	require.NoError(t, err)
 	nd.srv = srv
-	served := make(chan error, 1)
+	served := make(chan struct{})
 	nd.served = served
-	go func() { served <- srv.Serve(context.Background(), lis) }()
+	go func() {
+		defer close(served)
+		if err := srv.Serve(context.Background(), lis); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
 	t.Cleanup(func() {
 		srv.Close()
 		<-served
