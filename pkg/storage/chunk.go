@@ -61,7 +61,7 @@ func uvarintLen(x uint64) int {
 }
 
 // Size returns the length of the chunk's encoding.
-func (c *Chunk) Size() int {
+func (c Chunk) Size() int {
 	n := 2 + uvarintLen(c.Index) + uvarintLen(uint64(len(c.Entries)))
 	for i := range c.Entries {
 		n += encodedEntrySize(len(c.Entries[i].Key), len(c.Entries[i].Value))
@@ -70,12 +70,12 @@ func (c *Chunk) Size() int {
 }
 
 // Marshal returns the chunk's encoding.
-func (c *Chunk) Marshal() []byte {
+func (c Chunk) Marshal() []byte {
 	return c.AppendMarshal(make([]byte, 0, c.Size()))
 }
 
 // AppendMarshal appends the chunk's encoding to dst.
-func (c *Chunk) AppendMarshal(dst []byte) []byte {
+func (c Chunk) AppendMarshal(dst []byte) []byte {
 	var flags byte
 	if c.Final {
 		flags |= chunkFlagFinal
@@ -96,7 +96,7 @@ func (c *Chunk) AppendMarshal(dst []byte) []byte {
 
 // Clone returns a deep copy of the chunk, which stays valid after the buffers
 // it was read from are reused.
-func (c *Chunk) Clone() Chunk {
+func (c Chunk) Clone() Chunk {
 	n := 0
 	for i := range c.Entries {
 		n += len(c.Entries[i].Key) + len(c.Entries[i].Value)
@@ -113,10 +113,13 @@ func (c *Chunk) Clone() Chunk {
 	return out
 }
 
-// Validate checks what a chunk may contain on its own: replicated keyspaces,
-// keys and values within limits, entries in strictly increasing (keyspace,
-// key) order.
-func (c *Chunk) Validate() error {
+// Validate checks what a chunk may contain on its own: at most
+// MaxChunkEntries entries of replicated keyspaces, keys and values within
+// limits, entries in strictly increasing (keyspace, key) order.
+func (c Chunk) Validate() error {
+	if len(c.Entries) > MaxChunkEntries {
+		return fmt.Errorf("%w: chunk %d has %d entries (max %d)", ErrInvalidChunk, c.Index, len(c.Entries), MaxChunkEntries)
+	}
 	for i := range c.Entries {
 		e := &c.Entries[i]
 		if err := validateEntry(e); err != nil {
@@ -177,6 +180,9 @@ func UnmarshalChunk(data []byte) (Chunk, error) {
 	count, err := d.uvarint("entry count")
 	if err != nil {
 		return Chunk{}, err
+	}
+	if count > MaxChunkEntries {
+		return Chunk{}, fmt.Errorf("%w: %d entries (max %d)", ErrInvalidChunk, count, MaxChunkEntries)
 	}
 	if count > uint64(d.remaining()/minEncodedEntry) {
 		return Chunk{}, fmt.Errorf("%w: %d entries cannot fit in %d bytes", ErrInvalidChunk, count, d.remaining())

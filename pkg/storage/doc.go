@@ -29,7 +29,8 @@
 //
 // Keys must be non-empty and at most MaxKeySize bytes; values at most
 // MaxValueSize bytes (an empty value is a value: a key set to an empty value
-// is present). An encoded chunk is at most MaxChunkSize bytes. Scans take
+// is present). An encoded chunk is at most MaxChunkSize bytes and holds at
+// most MaxChunkEntries entries. Scans take
 // half-open bounds [start, end) inside one keyspace; nil means the start or
 // end of the keyspace.
 //
@@ -72,4 +73,7 @@ const (
 	// MaxChunkSize is the largest encoded checkpoint chunk UnmarshalChunk
 	// accepts. It leaves room for one entry of the largest key and value.
 	MaxChunkSize = 64 << 20
+	// MaxChunkEntries is the most entries a checkpoint chunk may hold, which
+	// bounds the memory a decoded chunk takes beyond its encoding.
+	MaxChunkEntries = 1 << 16
 )

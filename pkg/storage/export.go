@@ -13,7 +13,8 @@ const DefaultChunkBytes = 1 << 20
 // Export streams the snapshot's replicated keyspaces as a checkpoint stream:
 // chunks numbered from 0, entries in increasing (keyspace, key) order, each
 // chunk's encoding at most chunkBytes long unless a single entry is larger
-// (then that entry travels alone), the last chunk Final. The stream depends
+// (then that entry travels alone) and at most MaxChunkEntries entries, the
+// last chunk Final. The stream depends
 // only on the snapshot's contents and chunkBytes, so replicas with the same
 // state produce the same chunks.
 //
@@ -77,7 +78,7 @@ func (x *exporter) add(k, v []byte) error {
 	es := encodedEntrySize(len(k)-1, len(v))
 	n := len(x.chunk.Entries)
 	grown := x.size + es + uvarintLen(uint64(n+1)) - uvarintLen(uint64(n))
-	if n > 0 && grown > x.limit {
+	if n > 0 && (grown > x.limit || n == MaxChunkEntries) {
 		if err := x.emit(); err != nil {
 			return err
 		}

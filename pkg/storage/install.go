@@ -115,6 +115,9 @@ func receive(ctx context.Context, next func() (Chunk, error), st *stager) (Diges
 		if c.Index != index {
 			return Digest{}, fmt.Errorf("%w: chunk %d where chunk %d was expected", ErrChunkOrder, c.Index, index)
 		}
+		if len(c.Entries) > MaxChunkEntries {
+			return Digest{}, fmt.Errorf("%w: chunk %d has %d entries (max %d)", ErrInvalidChunk, c.Index, len(c.Entries), MaxChunkEntries)
+		}
 		for i := range c.Entries {
 			ent := &c.Entries[i]
 			if err := validateEntry(ent); err != nil {
