@@ -50,6 +50,10 @@ func (s *Sim) linkCut(from, to int) bool {
 
 // sendReplicaMsg delivers an encoded message from replica from to replica to.
 func (s *Sim) sendReplicaMsg(from, to int, b []byte) {
+	if s.manual != nil {
+		s.manual.enqueue(&queued{kind: kindReplica, from: from, to: to, b: b})
+		return
+	}
 	if s.linkCut(from, to) {
 		s.stats.lost++
 		return
@@ -62,6 +66,10 @@ func (s *Sim) sendReplicaMsg(from, to int, b []byte) {
 // sendRequest delivers a client request to a replica.
 func (s *Sim) sendRequest(to int, r *bftpb.Request) {
 	b, _ := proto.Marshal(r)
+	if s.manual != nil {
+		s.manual.enqueue(&queued{kind: kindRequest, to: to, b: b})
+		return
+	}
 	for c := s.copies(); c > 0; c-- {
 		s.after(s.delay(), func() { s.replicas[to].deliverRequest(b) })
 	}
@@ -70,6 +78,10 @@ func (s *Sim) sendRequest(to int, r *bftpb.Request) {
 // sendReply delivers a reply to a client.
 func (s *Sim) sendReply(client int, rep *bftpb.Reply) {
 	b, _ := proto.Marshal(rep)
+	if s.manual != nil {
+		s.manual.enqueue(&queued{kind: kindReply, from: int(rep.Replica), to: client, b: b})
+		return
+	}
 	for c := s.copies(); c > 0; c-- {
 		s.after(s.delay(), func() { s.clients[client].deliver(b) })
 	}

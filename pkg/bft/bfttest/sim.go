@@ -72,6 +72,7 @@ type Sim struct {
 	dom     *bft.Domain
 
 	window      uint64 // the client window W
+	manual      *manualNet
 	replicas    []*replica
 	clients     []*client
 	clientIndex map[bft.ClientID]int
