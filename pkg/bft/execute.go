@@ -13,9 +13,9 @@ func errSafety(format string, args ...any) error {
 // execRecord remembers, for a batch handed to the host, what to answer
 // once it reports the results.
 type execRecord struct {
-	executed   []reqKey // one per result
-	duplicates []reqKey // resend the cached reply
-	stale      []reqKey // answer STALE
+	executed   []reqKey   // one per result
+	duplicates []reqKey   // resend the cached reply
+	stale      []reqKey   // answer STALE
 	clients    []ClientID // touched by the batch
 	checkpoint bool
 }

@@ -2,14 +2,14 @@ package bft
 
 // Drop reasons counted in Stats.Dropped.
 const (
-	dropInvalid     = iota // malformed, or from ourselves
-	dropWrongView          // not for the current view (or beyond the buffer)
-	dropWatermark          // outside (h, H]
-	dropConflict           // a second PRE-PREPARE for (v, s) with another digest, or a conflicting vote
-	dropDuplicate          // already have it
-	dropNotPrimary         // a PRE-PREPARE or NEW-VIEW from a replica that is not the primary
-	dropStale              // about state we already passed
-	dropRequest            // a request refused (window, capacity)
+	dropInvalid    = iota // malformed, or from ourselves
+	dropWrongView         // not for the current view (or beyond the buffer)
+	dropWatermark         // outside (h, H]
+	dropConflict          // a second PRE-PREPARE for (v, s) with another digest, or a conflicting vote
+	dropDuplicate         // already have it
+	dropNotPrimary        // a PRE-PREPARE or NEW-VIEW from a replica that is not the primary
+	dropStale             // about state we already passed
+	dropRequest           // a request refused (window, capacity)
 	numDropReasons
 )
 
