@@ -80,22 +80,40 @@ func (e *Env) Node(i int) *bft.Node { return e.sim.replicas[i].node }
 
 // Request makes client c issue one new request and sends it to the given
 // replicas (the client's usual target, the primary it believes in, if none).
-func (e *Env) Request(c int, to []int) {
+func (e *Env) Request(c int, to []int) error {
 	cl := e.sim.clients[c]
-	cl.total = cl.issued + 1
-	if len(to) == 0 {
-		cl.issue()
-		return
+	if len(cl.outstanding) >= e.sim.opts.Outstanding {
+		return fmt.Errorf("client %d still has a request outstanding (use retransmit)", c)
 	}
+	cl.total = cl.issued + 1
+	before := len(e.sim.manual.queue)
 	ts := cl.nextTs
 	cl.issue()
-	call := cl.outstanding[ts]
-	// issue already queued it for the believed primary: retarget.
-	q := e.sim.manual.queue
-	e.sim.manual.queue = q[:len(q)-1]
-	for _, r := range to {
-		e.sim.sendRequest(r, call.req)
+	if len(to) == 0 {
+		return nil
 	}
+	// issue queued it for the believed primary: retarget.
+	e.sim.manual.queue = e.sim.manual.queue[:before]
+	for _, r := range to {
+		e.sim.sendRequest(r, cl.outstanding[ts].req)
+	}
+	return nil
+}
+
+// Retransmit re-sends client c's outstanding requests to the given replicas
+// (all if none), as a client does after its timeout (C4).
+func (e *Env) Retransmit(c int, to []int) int {
+	cl := e.sim.clients[c]
+	n := 0
+	for _, call := range cl.outstanding {
+		for _, r := range e.sim.replicas {
+			if contains(to, r.id) {
+				e.sim.sendRequest(r.id, call.req)
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Filter selects queued messages.
@@ -230,6 +248,23 @@ func (e *Env) Deliver(f Filter) int {
 	}
 }
 
+// Copy queues a copy of each matching replica message for replica dest (a
+// message relayed by someone else, or a Byzantine sender's copy), and
+// returns how many it copied.
+func (e *Env) Copy(f Filter, dest int) int {
+	m := e.sim.manual
+	var add []*queued
+	for _, q := range m.queue {
+		if q.kind == kindReplica && f.match(q) {
+			c := *q
+			c.to = dest
+			add = append(add, &c)
+		}
+	}
+	m.queue = append(m.queue, add...)
+	return len(add)
+}
+
 // Drop discards matching queued messages and returns how many.
 func (e *Env) Drop(f Filter) int {
 	m := e.sim.manual
@@ -349,6 +384,21 @@ func (e *Env) Executed() string {
 	var b strings.Builder
 	for _, s := range seqs {
 		fmt.Fprintf(&b, "seq %d: %s\n", s, e.sim.agreed[s])
+	}
+	return b.String()
+}
+
+// Stats prints the core counters scenarios assert on.
+func (e *Env) Stats() string {
+	var b strings.Builder
+	for _, r := range e.sim.replicas {
+		if !r.up {
+			fmt.Fprintf(&b, "r%d: down\n", r.id)
+			continue
+		}
+		st := r.node.Stats()
+		fmt.Fprintf(&b, "r%d: view-changes %d, new-views %d, equivocations %d, state-transfers %d, committed-fetched %d, stable-checkpoints %d, conflicts %d\n",
+			r.id, st.ViewChanges, st.NewViews, st.Equivocations, st.StateTransfers, st.CommittedFetched, st.StableCheckpoints, st.Dropped[3])
 	}
 	return b.String()
 }

@@ -64,13 +64,15 @@ func (c Command) filter() (Filter, error) {
 // them.
 //
 //	request client=C [to=R,...]        client C issues a request (to its primary, or to R...)
+//	retransmit client=C [to=R,...]     re-send C's outstanding request (to all replicas), C4
 //	deliver [from=] [to=] [type=] [view=] [seq=]   deliver matching messages until none match
 //	drop [filter]                      discard matching messages
+//	copy [filter] dest=R               queue a copy of matching messages for R
 //	tick [r=R,...] [n=N]               tick replicas (all) N (1) times
 //	crash r=R | restart r=R            crash / restart from the store
 //	cut a=R,... b=R,... | heal         cut links between two sets / restore them
 //	stabilize [n=N]                    N (300) rounds of: deliver everything, tick all
-//	queue | status | executed          describe the queue, the replicas, the agreed log
+//	queue | status | executed | stats  describe the queue, the replicas, the agreed log, core counters
 func (e *Env) Run(c Command) (string, error) {
 	var out string
 	switch c.Verb {
@@ -83,14 +85,32 @@ func (e *Env) Run(c Command) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		e.Request(cl, to)
+		if err := e.Request(cl, to); err != nil {
+			return "", err
+		}
 		out = "ok\n"
-	case "deliver", "drop":
+	case "retransmit":
+		cl, err := c.int("client", 0)
+		if err != nil {
+			return "", err
+		}
+		to, err := c.ints("to")
+		if err != nil {
+			return "", err
+		}
+		out = fmt.Sprintf("sent %d\n", e.Retransmit(cl, to))
+	case "deliver", "drop", "copy":
 		f, err := c.filter()
 		if err != nil {
 			return "", err
 		}
-		if c.Verb == "deliver" {
+		if c.Verb == "copy" {
+			dest, err := c.int("dest", -1)
+			if err != nil || dest < 0 || dest >= len(e.sim.replicas) {
+				return "", fmt.Errorf("copy needs dest=<replica>: %v", err)
+			}
+			out = fmt.Sprintf("copied %d\n", e.Copy(f, dest))
+		} else if c.Verb == "deliver" {
 			out = fmt.Sprintf("delivered %d\n", e.Deliver(f))
 		} else {
 			out = fmt.Sprintf("dropped %d\n", e.Drop(f))
@@ -148,6 +168,8 @@ func (e *Env) Run(c Command) (string, error) {
 		out = e.Status()
 	case "executed":
 		out = e.Executed()
+	case "stats":
+		out = e.Stats()
 	default:
 		return "", fmt.Errorf("unknown command %q", c.Verb)
 	}
