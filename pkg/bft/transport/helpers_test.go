@@ -113,7 +113,8 @@ type recorder struct {
 	mu    sync.Mutex
 	msgs  []received
 	reqs  []*bftpb.Request
-	gate  chan struct{} // if non-nil, OnMessage waits until it is closed
+	gate  chan struct{}                       // if non-nil, OnMessage waits until it is closed
+	sink  func(from uint32, m *bftpb.Message) // if set, replaces recording
 	onReq func(ctx context.Context, r *bftpb.Request, c *ClientConn)
 	state func(ctx context.Context, from uint32, req *transportpb.StateRequest, send func(*transportpb.StateChunk) error) error
 }
@@ -126,8 +127,12 @@ type received struct {
 
 func (r *recorder) OnMessage(ctx context.Context, from uint32, m *bftpb.Message) {
 	r.mu.Lock()
-	gate := r.gate
+	gate, sink := r.gate, r.sink
 	r.mu.Unlock()
+	if sink != nil {
+		sink(from, m)
+		return
+	}
 	if gate != nil {
 		select {
 		case <-gate:
@@ -161,6 +166,12 @@ func (r *recorder) messages() []received {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]received(nil), r.msgs...)
+}
+
+func (r *recorder) requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reqs)
 }
 
 func (r *recorder) count() int {
@@ -251,7 +262,7 @@ func (c *cluster) startServer(t testing.TB, nd *node, lis net.Listener) {
 	nd.served = served
 	go func() {
 		defer close(served)
-		if err := srv.Serve(context.Background(), lis); err != nil {
+		if err := srv.Serve(context.Background(), lis); err != nil && !errors.Is(err, ErrClosed) {
 			t.Errorf("serve: %v", err)
 		}
 	}()
@@ -312,4 +323,12 @@ func rejected(t testing.TB, m *Metrics, reason string) float64 {
 
 func decodeErrors(t testing.TB, m *Metrics, rpc string) float64 {
 	return value(t, m.decodeErrs.WithLabelValues(rpc))
+}
+
+// listenOn listens again on an address a stopped server used.
+func listenOn(t testing.TB, addr string) net.Listener {
+	t.Helper()
+	lis, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	return lis
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
 )
 
@@ -72,7 +71,9 @@ func TestServerRejectsUnpinnedPeer(t *testing.T) {
 	require.Positive(t, value(t, m.reconnects.WithLabelValues("0")))
 
 	// State transfer is refused too.
-	target.rec.state = func(context.Context, uint32, *transportpb.StateRequest, func(*transportpb.StateChunk) error) error { return nil }
+	target.rec.state = func(context.Context, uint32, *transportpb.StateRequest, func(*transportpb.StateChunk) error) error {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err = p.FetchState(ctx, 0, &transportpb.StateRequest{Seq: 1}, func(*transportpb.StateChunk) error { return nil })
@@ -222,5 +223,4 @@ func TestBroadcastEncodesOnce(t *testing.T) {
 		waitFor(t, "the broadcast", func() bool { return nd.rec.count() == 1 })
 		require.Equal(t, uint64(1), nd.rec.messages()[0].m.GetPrepare().Seq)
 	}
-	_ = bftpb.Message{}
 }
