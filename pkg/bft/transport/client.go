@@ -179,11 +179,13 @@ func (c *Client) run(ctx context.Context) {
 		}
 		if up {
 			attempt = 0
+			c.log.Warn("client stream lost; reconnecting", "err", err)
+		} else {
+			c.log.Debug("cannot open client stream", "err", err, "attempt", attempt)
 		}
 		c.metrics.reconnects.WithLabelValues("client").Inc()
 		d := c.backoff.delay(attempt)
 		attempt++
-		c.log.Debug("client stream failed; reconnecting", "err", err, "up", up, "after", d)
 		timer.Reset(d)
 		select {
 		case <-ctx.Done():

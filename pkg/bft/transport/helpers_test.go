@@ -115,6 +115,7 @@ type recorder struct {
 	reqs  []*bftpb.Request
 	gate  chan struct{}                       // if non-nil, OnMessage waits until it is closed
 	sink  func(from uint32, m *bftpb.Message) // if set, replaces recording
+	inbox *Inbox                              // if set, messages go there
 	onReq func(ctx context.Context, r *bftpb.Request, c *ClientConn)
 	state func(ctx context.Context, from uint32, req *transportpb.StateRequest, send func(*transportpb.StateChunk) error) error
 }
@@ -127,8 +128,12 @@ type received struct {
 
 func (r *recorder) OnMessage(ctx context.Context, from uint32, m *bftpb.Message) {
 	r.mu.Lock()
-	gate, sink := r.gate, r.sink
+	gate, sink, inbox := r.gate, r.sink, r.inbox
 	r.mu.Unlock()
+	if inbox != nil {
+		inbox.Put(ctx, from, m)
+		return
+	}
 	if sink != nil {
 		sink(from, m)
 		return

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -195,4 +196,21 @@ func TestRawHTTP2GarbageDoesNotCrashTheServer(t *testing.T) {
 	// The server is still up and serving.
 	c.nodes[1].peers.Send(0, prepare(1, 1, 8))
 	waitFor(t, "delivery after the garbage", func() bool { return srv.rec.count() == 1 })
+}
+
+func TestNonTLSBytesFailTheHandshakeAndAreCounted(t *testing.T) {
+	c := newCluster(t, 2)
+	srv := c.nodes[0]
+	conn, err := net.Dial("tcp", srv.addr)
+	require.NoError(t, err)
+	_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, _ = io.ReadAll(conn) // the server closes the connection
+	conn.Close()
+	waitFor(t, "the failed handshake to be counted", func() bool {
+		return value(t, srv.metrics.handshakes.WithLabelValues("server")) >= 1
+	})
+	c.nodes[1].peers.Send(0, prepare(1, 1, 8))
+	waitFor(t, "delivery after the failed handshake", func() bool { return srv.rec.count() == 1 })
 }

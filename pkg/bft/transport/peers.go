@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -227,6 +228,13 @@ func (p *Peers) SendEncoded(to uint32, e *Encoded) bool {
 	return true
 }
 
+// Connected reports whether the stream to replica to is open and was
+// accepted by the peer.
+func (p *Peers) Connected(to uint32) bool {
+	l := p.links[to]
+	return l != nil && l.up.Load()
+}
+
 // QueueLen returns the messages and bytes waiting for replica to.
 func (p *Peers) QueueLen(to uint32) (msgs, bytes int) {
 	if l := p.links[to]; l != nil {
@@ -286,6 +294,7 @@ type link struct {
 	metrics     *Metrics
 	reconnects  interface{ Inc() }
 	log         *slog.Logger
+	up          atomic.Bool // a stream is open and accepted
 }
 
 // run owns the link until ctx is done: it opens the stream, pumps the queue
@@ -308,11 +317,13 @@ func (l *link) run(ctx context.Context) {
 		}
 		if up {
 			attempt = 0
+			l.log.Warn("peer stream lost; reconnecting", "err", err)
+		} else {
+			l.log.Debug("cannot open peer stream", "err", err, "attempt", attempt)
 		}
 		l.reconnects.Inc()
 		d := l.backoff.delay(attempt)
 		attempt++
-		l.log.Debug("peer stream failed; reconnecting", "err", err, "up", up, "after", d)
 		timer.Reset(d)
 		select {
 		case <-ctx.Done():
@@ -333,7 +344,12 @@ func (l *link) session(ctx context.Context, timer *time.Timer) (up bool, err err
 	}
 	g := l.metrics.stream(rpcPeer, "client")
 	g.Inc()
-	defer g.Dec()
+	l.up.Store(true)
+	l.log.Debug("peer stream open")
+	defer func() {
+		l.up.Store(false)
+		g.Dec()
+	}()
 
 	// The server answers only when the stream ends: a receive that returns
 	// tells us the stream or its connection is gone, even while idle.

@@ -224,3 +224,51 @@ func TestBroadcastEncodesOnce(t *testing.T) {
 		require.Equal(t, uint64(1), nd.rec.messages()[0].m.GetPrepare().Seq)
 	}
 }
+
+func TestInboxBackPressureMakesTheSenderDrop(t *testing.T) {
+	c := newCluster(t, 2, func(cfg *PeersConfig) { cfg.QueueMessages = 32 })
+	sender, receiver := c.nodes[0], c.nodes[1]
+	inbox := NewInbox(8)
+	receiver.rec.mu.Lock()
+	receiver.rec.inbox = inbox
+	receiver.rec.mu.Unlock()
+	const n = 3000
+	for s := range n {
+		sender.peers.Send(1, prepare(0, uint64(s), 4096))
+	}
+	waitFor(t, "the inbox to fill", func() bool { return inbox.Len() == 8 })
+	require.Positive(t, dropped(t, sender.metrics, DropQueueFull))
+	// Draining the inbox lets the stream flow again, up to the newest message.
+	for in := range inbox.C() {
+		require.Equal(t, uint32(0), in.From)
+		if in.Msg.GetPrepare().Seq == n-1 {
+			break
+		}
+	}
+}
+
+func TestCloseUnblocksAStalledStream(t *testing.T) {
+	c := newCluster(t, 2)
+	sender, receiver := c.nodes[0], c.nodes[1]
+	receiver.rec.mu.Lock()
+	receiver.rec.gate = make(chan struct{}) // never opened
+	receiver.rec.mu.Unlock()
+	for s := range 2000 {
+		sender.peers.Send(1, prepare(0, uint64(s), 4096))
+	}
+	waitFor(t, "the stream to stall", func() bool {
+		msgs, _ := sender.peers.QueueLen(1)
+		return msgs > 0 && sender.peers.Connected(1)
+	})
+	// Both ends stop although the receiver's handler never returns by itself
+	// and the sender is blocked on flow control.
+	require.NoError(t, sender.peers.Close())
+	c.stopServer(receiver)
+}
+
+func TestPeersConnected(t *testing.T) {
+	c := newCluster(t, 2)
+	waitFor(t, "the stream to open", func() bool { return c.nodes[0].peers.Connected(1) })
+	require.False(t, c.nodes[0].peers.Connected(0))
+	require.False(t, c.nodes[0].peers.Connected(5))
+}

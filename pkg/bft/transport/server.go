@@ -135,8 +135,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 
 // Serve accepts connections on lis until ctx is done or Close is called; it
 // then stops the server (closing every stream and waiting for the handlers to
-// return) and returns nil. Any other error of the listener is returned.
-// Serve may be called once.
+// return) and returns nil. Any other error of the listener is returned, and
+// ErrClosed if the server was closed before. Serve may be called for several
+// listeners at once (say a replica port and a client port); the end of any
+// of their contexts stops the whole server.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	stop := context.AfterFunc(ctx, s.grpc.Stop)
 	defer stop()
