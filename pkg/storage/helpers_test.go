@@ -70,7 +70,7 @@ func dump(t testingT, r reader, kss ...Keyspace) []kv {
 	if len(kss) == 0 {
 		kss = []Keyspace{BFTState, UserData, Metadata, TxnRecords, ReplyCache}
 	}
-	var out []kv
+	out := []kv{}
 	for _, ks := range kss {
 		require.NoError(t, r.Scan(ks, nil, nil, 0, func(k, v []byte) error {
 			out = append(out, kv{ks, string(k), string(v)})
