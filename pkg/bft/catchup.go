@@ -23,8 +23,10 @@ func (n *Node) periodic() {
 		View: uint64(n.view), ViewChanging: n.viewChanging, StableSeq: uint64(n.h),
 		LastExecuted: uint64(n.lastExecuted), Replica: uint32(n.cfg.ID),
 	}}})
-	if n.viewChanging && n.vc.own != nil {
-		n.broadcast(&bftpb.Message{Body: &bftpb.Message_ViewChange{ViewChange: n.vc.own}})
+	if n.viewChanging {
+		for _, vc := range n.vc.own {
+			n.broadcast(&bftpb.Message{Body: &bftpb.Message_ViewChange{ViewChange: vc}})
+		}
 	}
 	n.retransmit()
 	n.catchUp()

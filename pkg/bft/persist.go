@@ -180,9 +180,15 @@ func (n *Node) restoreRecord(rec *bftpb.LogRecord) error {
 		n.slotFor(SeqNum(c.Seq)).phase(View(c.View), n.cfg.N).commits[c.Replica] = c
 	case *bftpb.LogRecord_ViewChange:
 		vc := r.ViewChange
-		if ReplicaID(vc.Replica) == n.cfg.ID && View(vc.View) == n.view && n.viewChanging {
-			n.vc.own = vc
-			n.vc.latest[n.cfg.ID] = vc
+		// Own VIEW-CHANGEs since the last view entered (older ones were
+		// deleted when it entered that view); records come in key order,
+		// so by increasing view.
+		if ReplicaID(vc.Replica) == n.cfg.ID && n.viewChanging && View(vc.View) <= n.view {
+			n.vc.own = append(n.vc.own, vc)
+			if len(n.vc.own) > maxOwnViewChanges {
+				n.vc.own = n.vc.own[1:]
+			}
+			n.vc.store(vc, n.view+n.cfg.MaxFutureViews)
 		}
 	case *bftpb.LogRecord_NewView:
 		if View(r.NewView.View) == n.view && !n.viewChanging {

@@ -6,10 +6,17 @@ import (
 
 // viewChangeState holds what the view-change protocol (V1–V7) needs.
 type viewChangeState struct {
-	// latest is the valid VIEW-CHANGE of the highest view from each replica.
-	latest []*bftpb.ViewChange
-	// own is this replica's VIEW-CHANGE for the view change in progress.
-	own *bftpb.ViewChange
+	n int
+	// byView holds valid VIEW-CHANGEs, indexed by sender, for views above
+	// the last view entered and at most MaxFutureViews above the current one.
+	byView map[View][]*bftpb.ViewChange
+	// far is each replica's VIEW-CHANGE of the highest view beyond that
+	// window, kept so that V7 still sees replicas that ran far ahead.
+	far []*bftpb.ViewChange
+	// own are this replica's VIEW-CHANGEs since the last view it entered. It
+	// retransmits all of them: a replica that timed out to v+2 while its
+	// VIEW-CHANGE for v+1 was lost must still let the others complete v+1.
+	own []*bftpb.ViewChange
 	// timer is T of V6; timerView the view it was started for.
 	timer     timer
 	timerView View
@@ -22,8 +29,65 @@ type viewChangeState struct {
 	deferred []*bftpb.PrePrepare
 }
 
+// maxOwnViewChanges bounds the VIEW-CHANGEs a replica keeps retransmitting.
+const maxOwnViewChanges = 8
+
 func newViewChangeState(n int) viewChangeState {
-	return viewChangeState{latest: make([]*bftpb.ViewChange, n)}
+	return viewChangeState{n: n, byView: make(map[View][]*bftpb.ViewChange), far: make([]*bftpb.ViewChange, n)}
+}
+
+// store keeps vc and reports whether it was new.
+func (s *viewChangeState) store(vc *bftpb.ViewChange, window View) bool {
+	v, r := View(vc.View), vc.Replica
+	if v > window {
+		if cur := s.far[r]; cur != nil && View(cur.View) >= v {
+			return false
+		}
+		s.far[r] = vc
+		return true
+	}
+	row := s.byView[v]
+	if row == nil {
+		row = make([]*bftpb.ViewChange, s.n)
+		s.byView[v] = row
+	}
+	if row[r] != nil {
+		return false
+	}
+	row[r] = vc
+	return true
+}
+
+// forView returns the VIEW-CHANGEs for view v, indexed by sender.
+func (s *viewChangeState) forView(v View) []*bftpb.ViewChange { return s.byView[v] }
+
+// pruneUpTo forgets VIEW-CHANGEs for views at or below v.
+func (s *viewChangeState) pruneUpTo(v View) {
+	for x := range s.byView {
+		if x <= v {
+			delete(s.byView, x)
+		}
+	}
+	for i, vc := range s.far {
+		if vc != nil && View(vc.View) <= v {
+			s.far[i] = nil
+		}
+	}
+}
+
+// smallestAbove returns, for replica r, the smallest view above v it asked
+// for, if any.
+func (s *viewChangeState) smallestAbove(r int, v View) (View, bool) {
+	best, ok := View(0), false
+	for x, row := range s.byView {
+		if x > v && row[r] != nil && (!ok || x < best) {
+			best, ok = x, true
+		}
+	}
+	if vc := s.far[r]; vc != nil && View(vc.View) > v && (!ok || View(vc.View) < best) {
+		best, ok = View(vc.View), true
+	}
+	return best, ok
 }
 
 // startViewChange moves to view target (V2): stop taking part in the old
@@ -49,8 +113,11 @@ func (n *Node) startViewChange(target View) {
 		}
 	}
 	vc.Signature = n.sign(n.dom.ViewChangeBytes(vc))
-	n.vc.own = vc
-	n.vc.latest[n.cfg.ID] = vc
+	n.vc.own = append(n.vc.own, vc)
+	if len(n.vc.own) > maxOwnViewChanges {
+		n.vc.own = n.vc.own[len(n.vc.own)-maxOwnViewChanges:]
+	}
+	n.vc.store(vc, n.view+n.cfg.MaxFutureViews)
 	n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_ViewChange{ViewChange: vc}})
 	n.broadcast(&bftpb.Message{Body: &bftpb.Message_ViewChange{ViewChange: vc}})
 	n.log.Debugf("r%d: view change to %d (stable %d, %d prepared)", n.cfg.ID, target, vc.StableSeq, len(vc.Prepared))
@@ -68,11 +135,10 @@ func (n *Node) onViewChange(vc *bftpb.ViewChange) {
 		n.stats.Dropped[dropStale]++
 		return
 	}
-	if cur := n.vc.latest[vc.Replica]; cur != nil && View(cur.View) >= v {
+	if !n.vc.store(vc, n.view+n.cfg.MaxFutureViews) {
 		n.stats.Dropped[dropDuplicate]++
 		return
 	}
-	n.vc.latest[vc.Replica] = vc
 	n.checkViewChange()
 }
 
@@ -81,9 +147,9 @@ func (n *Node) onViewChange(vc *bftpb.ViewChange) {
 // sends NEW-VIEW).
 func (n *Node) checkViewChange() {
 	var above []View
-	for id, vc := range n.vc.latest {
-		if vc != nil && ReplicaID(id) != n.cfg.ID && View(vc.View) > n.view {
-			above = append(above, View(vc.View))
+	for id := 0; id < n.cfg.N; id++ {
+		if v, ok := n.vc.smallestAbove(id, n.view); ok && ReplicaID(id) != n.cfg.ID {
+			above = append(above, v)
 		}
 	}
 	if len(above) >= n.q.Weak() {
@@ -101,8 +167,8 @@ func (n *Node) checkViewChange() {
 		return
 	}
 	count := 0
-	for _, vc := range n.vc.latest {
-		if vc != nil && View(vc.View) == n.view {
+	for _, vc := range n.vc.forView(n.view) {
+		if vc != nil {
 			count++
 		}
 	}
@@ -113,19 +179,20 @@ func (n *Node) checkViewChange() {
 		n.vc.timerView = n.view
 		n.vc.timer.start(n.now, n.backoff(n.cfg.ViewChangeTimeout))
 	}
-	if n.IsPrimary() && n.vc.latest[n.cfg.ID] != nil {
+	if n.IsPrimary() && n.vc.forView(n.view)[n.cfg.ID] != nil {
 		n.sendNewView()
 	}
 }
 
 // sendNewView is V4 at the primary of the new view.
 func (n *Node) sendNewView() {
-	vcs := []*bftpb.ViewChange{n.vc.latest[n.cfg.ID]}
-	for id, vc := range n.vc.latest {
+	row := n.vc.forView(n.view)
+	vcs := []*bftpb.ViewChange{row[n.cfg.ID]}
+	for id, vc := range row {
 		if len(vcs) == n.q.Quorum() {
 			break
 		}
-		if vc != nil && ReplicaID(id) != n.cfg.ID && View(vc.View) == n.view {
+		if vc != nil && ReplicaID(id) != n.cfg.ID {
 			vcs = append(vcs, vc)
 		}
 	}
@@ -165,11 +232,7 @@ func (n *Node) enterView(nv *bftpb.NewView, plan nvPlan) {
 	n.vc.timer.stop()
 	n.vc.own = nil
 	n.vc.newView = nv
-	for id, vc := range n.vc.latest {
-		if vc != nil && View(vc.View) <= v {
-			n.vc.latest[id] = nil
-		}
-	}
+	n.vc.pruneUpTo(v)
 	n.rd.Deletes = append(n.rd.Deletes, viewRecordsBelow(v))
 	if plan.minS > n.h && plan.stable != nil {
 		n.stabilize(&bftpb.CheckpointCert{Seq: plan.stable.StableSeq, StateDigest: plan.stable.StableDigest, Checkpoints: plan.stable.CheckpointCert})

@@ -37,8 +37,7 @@ func (s *Sim) checkExecution(r *replica, ex *bft.Execution, results [][]byte, di
 	}
 	for i, req := range ex.Execute {
 		key := reqKey{bft.ClientID(req.Client), req.Timestamp}
-		payload, ok := s.issued[key]
-		if !ok || !bytes.Equal(payload, req.Payload) {
+		if !s.wasIssued(key, req.Payload) {
 			s.violation("validity: replica %d executed a request its client did not issue (%v ts %d)", r.id, key.client, key.ts)
 		}
 		if r.executed[key] {
@@ -71,4 +70,19 @@ func (s *Sim) checkAccepted(c *client, rep *bftpb.Reply, latency int64) {
 	}
 	s.stats.accepted++
 	s.latencies = append(s.latencies, latency)
+}
+
+// issue records a request a client signed (a Byzantine client may sign
+// several payloads under one timestamp).
+func (s *Sim) issue(key reqKey, payload []byte) {
+	s.issued[key] = append(s.issued[key], payload)
+}
+
+func (s *Sim) wasIssued(key reqKey, payload []byte) bool {
+	for _, p := range s.issued[key] {
+		if bytes.Equal(p, payload) {
+			return true
+		}
+	}
+	return false
 }

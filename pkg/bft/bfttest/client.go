@@ -19,6 +19,10 @@ type client struct {
 	idx    int
 	id     bft.ClientID
 	signer bft.Signer
+	// byzantine clients equivocate (two payloads under one timestamp, to
+	// different replicas), replay old requests and send forged ones.
+	byzantine bool
+	old       []*bftpb.Request
 
 	view        bft.View
 	nextTs      uint64
@@ -63,7 +67,10 @@ func (c *client) issue() {
 		c.outstanding[ts] = call
 		req.Low = c.low()
 		req.Signature = c.signer.Sign(c.sim.dom.RequestBytes(req))
-		c.sim.issued[reqKey{c.id, ts}] = req.Payload
+		c.sim.issue(reqKey{c.id, ts}, req.Payload)
+		if c.byzantine {
+			c.misbehave(call)
+		}
 		c.send(call)
 	}
 }
@@ -73,6 +80,9 @@ func (c *client) send(call *pendingCall) {
 		for i := range c.sim.replicas {
 			c.sim.sendRequest(i, call.req)
 		}
+	} else if c.sim.manual == nil && c.sim.rng.IntN(4) == 0 {
+		// Sometimes to one backup only: it must forward to the primary (C4).
+		c.sim.sendRequest(c.sim.rng.IntN(len(c.sim.replicas)), call.req)
 	} else {
 		c.sim.sendRequest(int(bft.PrimaryOf(c.view, len(c.sim.replicas))), call.req)
 	}
@@ -126,4 +136,26 @@ func (c *client) deliver(b []byte) {
 	c.doneCount++
 	c.sim.checkAccepted(c, rep, c.sim.now-call.issuedAt)
 	c.issue()
+}
+
+// misbehave sends, besides the real request, a conflicting request under
+// the same timestamp to one replica, a replay of an old request and a
+// request with a broken signature.
+func (c *client) misbehave(call *pendingCall) {
+	s := c.sim
+	n := len(s.replicas)
+	alt := proto.Clone(call.req).(*bftpb.Request)
+	alt.Payload = append(alt.Payload, 'x')
+	alt.Signature = c.signer.Sign(s.dom.RequestBytes(alt))
+	s.issue(reqKey{c.id, alt.Timestamp}, alt.Payload)
+	s.sendRequest(s.rng.IntN(n), alt)
+	if len(c.old) > 0 {
+		s.sendRequest(s.rng.IntN(n), c.old[s.rng.IntN(len(c.old))])
+	}
+	forged := proto.Clone(call.req).(*bftpb.Request)
+	forged.Payload = append(forged.Payload, 'y')
+	s.sendRequest(s.rng.IntN(n), forged)
+	if len(c.old) < 64 {
+		c.old = append(c.old, call.req)
+	}
 }

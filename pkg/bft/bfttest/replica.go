@@ -244,7 +244,11 @@ func (r *replica) startTransfer(t *bft.StateTarget) {
 	r.transfer = t
 	r.transferTries = 0
 	r.sim.tracef("r%d state transfer to %d", r.id, t.Seq)
-	r.sim.after(r.sim.delay(), func() { r.tryTransfer(t) })
+	d := r.sim.delay()
+	if r.sim.opts.TransferDelay > 0 {
+		d += r.sim.rng.Int64N(r.sim.opts.TransferDelay)
+	}
+	r.sim.after(d, func() { r.tryTransfer(t) })
 }
 
 func (r *replica) tryTransfer(t *bft.StateTarget) {

@@ -26,6 +26,12 @@ func RandomOptions(seed uint64) Options {
 		HealAt:            rng.Int64N(8_000_000),
 		Partitions:        rng.IntN(3) == 0,
 	}
+	if rng.IntN(4) == 0 {
+		opts.ByzantineClients = 1
+	}
+	if rng.IntN(3) == 0 {
+		opts.TransferDelay = rng.Int64N(2_000_000)
+	}
 	opts.Net.MinDelay = 200 + rng.Int64N(2000)
 	opts.Net.MaxDelay = opts.Net.MinDelay + rng.Int64N(30_000)
 	opts.Net.LossRate = []float64{0, 0, 0.01, 0.05, 0.2}[rng.IntN(5)]

@@ -31,6 +31,12 @@ type Options struct {
 
 	// Faulty maps replica index to its behaviour (at most F of them).
 	Faulty map[int]Behavior
+	// ByzantineClients is how many of the clients misbehave (their own
+	// requests still count for liveness: each has one timestamp that
+	// completes with one of its payloads).
+	ByzantineClients int
+	// TransferDelay is the extra time a state transfer takes, at most.
+	TransferDelay int64
 
 	TickEvery     int64 // microseconds per node tick
 	LivenessBound int64 // microseconds after HealAt by which every request must complete
@@ -78,7 +84,7 @@ type Sim struct {
 	clientIndex map[bft.ClientID]int
 
 	// Checker state.
-	issued     map[reqKey][]byte
+	issued     map[reqKey][][]byte
 	agreed     map[bft.SeqNum]bft.Digest
 	cpDigests  map[bft.SeqNum][]byte
 	results    map[reqKey][]byte
@@ -135,7 +141,7 @@ func newSim(opts Options) *Sim {
 		net:         opts.Net,
 		keys:        NewKeys(n, opts.Ed25519),
 		clientIndex: make(map[bft.ClientID]int),
-		issued:      make(map[reqKey][]byte),
+		issued:      make(map[reqKey][][]byte),
 		agreed:      make(map[bft.SeqNum]bft.Digest),
 		cpDigests:   make(map[bft.SeqNum][]byte),
 		results:     make(map[reqKey][]byte),
@@ -170,7 +176,7 @@ func newSim(opts Options) *Sim {
 	for i := 0; i < opts.Clients; i++ {
 		id := s.keys.NewClient(i)
 		s.clientIndex[id] = i
-		c := &client{sim: s, idx: i, id: id, signer: s.keys.ClientSigner(id), total: opts.RequestsPerClient,
+		c := &client{sim: s, idx: i, id: id, signer: s.keys.ClientSigner(id), total: opts.RequestsPerClient, byzantine: i < opts.ByzantineClients,
 			nextTs: 1 + uint64(s.rng.IntN(1000))*1000, outstanding: make(map[uint64]*pendingCall)}
 		s.clients = append(s.clients, c)
 	}
