@@ -159,6 +159,13 @@ func TestClosedEngineReturnsErrClosed(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	err = e.InstallCheckpoint(t.Context(), func() (Chunk, error) { return Chunk{Final: true}, nil }, [SumSize]byte{})
 	require.ErrorIs(t, err, ErrClosed)
+
+	// A batch made after Close can be filled but not committed.
+	late := e.NewBatch()
+	require.NoError(t, late.Set(UserData, []byte("k"), nil))
+	require.ErrorIs(t, e.Commit(late, true), ErrClosed)
+	require.NoError(t, late.Close())
+	require.NoError(t, b.Close())
 }
 
 func TestReopenKeepsDataAndDigest(t *testing.T) {

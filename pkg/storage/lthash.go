@@ -62,12 +62,12 @@ func ParseDigest(b []byte) (Digest, error) {
 
 // Bytes returns the DigestSize-byte encoding of the lanes: lane i as a
 // little-endian uint16 at offset 2i.
-func (d *Digest) Bytes() []byte {
+func (d Digest) Bytes() []byte {
 	return d.AppendBytes(make([]byte, 0, DigestSize))
 }
 
 // AppendBytes appends the encoding returned by Bytes to dst.
-func (d *Digest) AppendBytes(dst []byte) []byte {
+func (d Digest) AppendBytes(dst []byte) []byte {
 	for _, w := range d.w {
 		dst = binary.LittleEndian.AppendUint64(dst, w)
 	}
@@ -83,13 +83,13 @@ func (d *Digest) putBytes(dst []byte) {
 }
 
 // Lane returns lane i (0 ≤ i < DigestLanes).
-func (d *Digest) Lane(i int) uint16 {
+func (d Digest) Lane(i int) uint16 {
 	return uint16(d.w[i/4] >> (16 * (i % 4)))
 }
 
 // Sum returns SHA-256 of the lanes' encoding (Bytes). It is the 32-byte value
 // PBFT checkpoints carry.
-func (d *Digest) Sum() [SumSize]byte {
+func (d Digest) Sum() [SumSize]byte {
 	var buf [DigestSize]byte
 	d.putBytes(buf[:])
 	return sha256.Sum256(buf[:])
