@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -34,6 +35,42 @@ func dialTestClient(t *testing.T, c *cluster, nd *node, opts ...ClientOption) *C
 	return cl
 }
 
+// recvReply waits for the next reply, failing the test after a deadline.
+func recvReply(t *testing.T, cl *Client) *bftpb.Reply {
+	t.Helper()
+	select {
+	case r, ok := <-cl.Replies():
+		require.True(t, ok, "replies closed")
+		return r
+	case <-time.After(15 * time.Second):
+		t.Fatal("timed out waiting for a reply")
+		return nil
+	}
+}
+
+// retransmitUntilReply sends r until a reply for its timestamp arrives, as
+// the group client does: a request written into a stream that was dying is
+// lost.
+func retransmitUntilReply(t *testing.T, cl *Client, r *bftpb.Request) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	cl.Send(r)
+	for {
+		select {
+		case rep := <-cl.Replies():
+			if rep.Timestamp == r.Timestamp {
+				return
+			}
+		case <-tick.C:
+			cl.Send(r)
+		case <-deadline:
+			t.Fatalf("no reply for timestamp %d", r.Timestamp)
+		}
+	}
+}
+
 func TestClientRepliesAreRoutedToTheirClient(t *testing.T) {
 	c := newCluster(t, 1)
 	nd := c.nodes[0]
@@ -50,7 +87,7 @@ func TestClientRepliesAreRoutedToTheirClient(t *testing.T) {
 		prefix string
 	}{{a, "client-a", "a"}, {b, "client-b", "b"}} {
 		for i := range n {
-			r := <-tc.cl.Replies()
+			r := recvReply(t, tc.cl)
 			require.Equal(t, tc.client, string(r.Client))
 			require.Equal(t, uint64(i+1), r.Timestamp)
 			require.Equal(t, fmt.Sprint(tc.prefix, i), string(r.Result))
@@ -71,7 +108,7 @@ func TestClientConnSendRepliesOnItsStream(t *testing.T) {
 	nd.rec.mu.Unlock()
 	cl := dialTestClient(t, c, nd)
 	cl.Send(&bftpb.Request{Client: []byte("me"), Timestamp: 7})
-	r := <-cl.Replies()
+	r := recvReply(t, cl)
 	require.Equal(t, uint64(7), r.Timestamp)
 	require.Contains(t, string(r.Result), "me 127.0.0.1:")
 }
@@ -89,17 +126,19 @@ func TestClientStreamCarriesOneClientID(t *testing.T) {
 	echoReplies(nd)
 	cl := dialTestClient(t, c, nd)
 	cl.Send(&bftpb.Request{Client: []byte("honest"), Timestamp: 1})
-	require.Equal(t, uint64(1), (<-cl.Replies()).Timestamp)
+	require.Equal(t, uint64(1), recvReply(t, cl).Timestamp)
 	// A second id on the same stream closes it; the client reconnects.
 	cl.Send(&bftpb.Request{Client: []byte("other"), Timestamp: 2})
 	waitFor(t, "the stream to be closed", func() bool { return rejected(t, nd.metrics, RejectClientMismatch) == 1 })
 	waitFor(t, "the stream to be unregistered", func() bool {
 		return nd.srv.SendReply(&bftpb.Reply{Client: []byte("honest")}) == 0
 	})
+	retransmitUntilReply(t, cl, &bftpb.Request{Client: []byte("honest"), Timestamp: 3})
 	// A request without a client id is dropped without closing the stream.
-	cl.Send(&bftpb.Request{Timestamp: 3})
-	cl.Send(&bftpb.Request{Client: []byte("honest"), Timestamp: 4})
-	require.Equal(t, uint64(4), (<-cl.Replies()).Timestamp)
+	cl.Send(&bftpb.Request{Timestamp: 4})
+	cl.Send(&bftpb.Request{Client: []byte("honest"), Timestamp: 5})
+	for recvReply(t, cl).Timestamp != 5 { // skip replies to retransmissions
+	}
 	require.Equal(t, 1.0, dropped(t, nd.metrics, DropNoClientID))
 }
 
@@ -109,7 +148,7 @@ func TestClientReconnectsAfterServerRestart(t *testing.T) {
 	echoReplies(nd)
 	cl := dialTestClient(t, c, nd)
 	cl.Send(&bftpb.Request{Client: []byte("c"), Timestamp: 1})
-	require.Equal(t, uint64(1), (<-cl.Replies()).Timestamp)
+	require.Equal(t, uint64(1), recvReply(t, cl).Timestamp)
 	c.stopServer(nd)
 	waitFor(t, "the client to notice", func() bool { return !cl.Connected() })
 	lis := listenOn(t, nd.addr)
@@ -117,8 +156,7 @@ func TestClientReconnectsAfterServerRestart(t *testing.T) {
 	c.startServer(t, nd, lis)
 	echoReplies(nd)
 	waitFor(t, "the client to reconnect", cl.Connected)
-	cl.Send(&bftpb.Request{Client: []byte("c"), Timestamp: 2})
-	require.Equal(t, uint64(2), (<-cl.Replies()).Timestamp)
+	retransmitUntilReply(t, cl, &bftpb.Request{Client: []byte("c"), Timestamp: 2})
 }
 
 func TestClientCloseClosesReplies(t *testing.T) {
