@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,9 +18,17 @@ const (
 	benchValueSize = 100
 )
 
-func benchKey(i int) []byte {
-	return binary.BigEndian.AppendUint64([]byte("user0000"), uint64(i))
-}
+// benchKeyList holds the keys, built once so that the benchmarks do not
+// count their construction.
+var benchKeyList = sync.OnceValue(func() [][]byte {
+	keys := make([][]byte, benchKeys)
+	for i := range keys {
+		keys[i] = binary.BigEndian.AppendUint64([]byte("user0000"), uint64(i))
+	}
+	return keys
+})
+
+func benchKey(i int) []byte { return benchKeyList()[i] }
 
 // openBench opens an engine in a temporary directory, preloaded with
 // benchKeys keys in UserData.

@@ -81,6 +81,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("storage: open: %w: empty directory", ErrInvalidArgument)
 	}
+	if opts.CacheSize < 0 {
+		return nil, fmt.Errorf("storage: open %s: %w: cache size %d", dir, ErrInvalidArgument, opts.CacheSize)
+	}
 	fs := opts.FS
 	if fs == nil {
 		fs = vfs.Default

@@ -257,8 +257,10 @@ func TestOpenRemovesLeftoverCheckpointStaging(t *testing.T) {
 	require.Error(t, err, "staging directory must be gone after Open")
 }
 
-func TestOpenRejectsEmptyDirectory(t *testing.T) {
+func TestOpenRejectsEmptyDirectoryAndNegativeCache(t *testing.T) {
 	_, err := Open("", Options{FS: vfs.NewMem()})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = Open("db", Options{FS: vfs.NewMem(), CacheSize: -1})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
