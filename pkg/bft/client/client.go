@@ -1,0 +1,268 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+	"github.com/augustus-db/augustus/pkg/bft/cluster"
+	"github.com/augustus-db/augustus/pkg/bft/envelope"
+)
+
+// Errors returned by Invoke.
+var (
+	ErrClosed = errors.New("client: closed")
+	// ErrStale means f+1 replicas say the envelope's timestamp is below the
+	// client's low watermark: it will never execute (another process uses
+	// this client key, or the clock went backwards).
+	ErrStale = errors.New("client: request is stale at the replicas")
+	// ErrBadReply means f+1 replicas agreed on a result that does not decode.
+	ErrBadReply = errors.New("client: malformed result")
+)
+
+// Conn is a connection to one replica.
+type Conn interface {
+	Send(*bftpb.Request) bool
+	Replies() <-chan *bftpb.Reply
+	Close() error
+}
+
+// Dialer opens a connection to a replica of the group.
+type Dialer func(ctx context.Context, r cluster.Replica, pub ed25519.PublicKey) (Conn, error)
+
+// Config configures a Client.
+type Config struct {
+	Cluster *cluster.Cluster
+	Group   bft.GroupID
+	// Key is the client's private key; its public key is the client id.
+	Key ed25519.PrivateKey
+	// Window is W (default: the cluster's client window).
+	Window int
+	// Timeout is the first retransmission timeout (default 1s); it doubles
+	// on each retransmission up to 16 times.
+	Timeout time.Duration
+	// MaxEnvelopeCalls and MaxEnvelopeBytes bound one envelope (defaults 256
+	// and 1 MiB).
+	MaxEnvelopeCalls int
+	MaxEnvelopeBytes int
+	// Dial opens replica connections (default: TLS through pkg/bft/transport).
+	Dial    Dialer
+	Logger  *slog.Logger
+	Metrics *Metrics
+	// Now is the clock (tests); it also seeds the first timestamp.
+	Now func() time.Time
+}
+
+// Client submits calls to one group. It is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	f, n    int
+	id      bft.ClientID
+	signer  *auth.Signer
+	dom     bft.Domain
+	macKeys []auth.MACKey
+	conns   []Conn
+
+	calls   chan *call
+	replies chan *bftpb.Reply
+	// connCtx bounds the replica connections; Close cancels it.
+	connCtx    context.Context
+	cancelConn context.CancelFunc
+	stop       chan struct{}
+	done    chan struct{}
+	wg      sync.WaitGroup
+	closeMu sync.Once
+}
+
+type call struct {
+	payload []byte
+	queued  time.Time
+	done    chan result
+}
+
+type result struct {
+	value []byte
+	err   error
+}
+
+// New dials every replica of the group and starts the client. ctx bounds
+// only the start; the connections live until Close.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cfg.Cluster == nil || len(cfg.Key) != ed25519.PrivateKeySize {
+		return nil, errors.New("client: a cluster and a client key are required")
+	}
+	g, err := cfg.Cluster.Group(cfg.Group)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	keys, err := cfg.Cluster.GroupKeys(cfg.Group)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = cfg.Cluster.ClientWindow
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 16
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Second
+	}
+	if cfg.MaxEnvelopeCalls <= 0 {
+		cfg.MaxEnvelopeCalls = 256
+	}
+	if cfg.MaxEnvelopeBytes <= 0 {
+		cfg.MaxEnvelopeBytes = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = TransportDialer()
+	}
+	signer, err := auth.NewSigner(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c := &Client{
+		cfg: cfg, n: len(keys), f: cfg.Cluster.F,
+		id: bft.ClientID(cfg.Key.Public().(ed25519.PublicKey)), signer: signer,
+		dom:     bft.NewDomain(cfg.Cluster.ClusterID, cfg.Group),
+		calls:   make(chan *call, 4096),
+		replies: make(chan *bftpb.Reply, 4096),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	for i, pub := range keys {
+		k, err := auth.DeriveMACKey(cfg.Key, pub)
+		if err != nil {
+			return nil, fmt.Errorf("client: MAC key for replica %d: %w", i, err)
+		}
+		c.macKeys = append(c.macKeys, k)
+	}
+	c.connCtx, c.cancelConn = context.WithCancel(context.Background())
+	for _, rep := range g.ReplicasByIndex() {
+		conn, err := cfg.Dial(c.connCtx, rep, keys[rep.Index])
+		if err != nil {
+			c.closeConns()
+			return nil, fmt.Errorf("client: dial %s: %w", rep.Name, err)
+		}
+		// Bind the stream to this client id so the replica can route its
+		// replies even before this client sends it a request (backups get
+		// requests from the primary, not from the client).
+		conn.Send(&bftpb.Request{Client: []byte(c.id)})
+		c.conns = append(c.conns, conn)
+	}
+	for _, conn := range c.conns {
+		conn := conn
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			for {
+				select {
+				case rep, ok := <-conn.Replies():
+					if !ok {
+						return
+					}
+					select {
+					case c.replies <- rep:
+					case <-c.stop:
+						return
+					}
+				case <-c.stop:
+					return
+				}
+			}
+		}()
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(c.done)
+		newLoop(c).run()
+	}()
+	return c, nil
+}
+
+// ID returns the client id (its public key).
+func (c *Client) ID() bft.ClientID { return c.id }
+
+// Invoke submits one call and waits for its result, accepted from f+1
+// matching replies. If ctx ends first Invoke returns ctx.Err(); the call
+// may still execute.
+func (c *Client) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	cl := &call{payload: payload, queued: c.cfg.Now(), done: make(chan result, 1)}
+	select {
+	case c.calls <- cl:
+	case <-c.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case res := <-cl.done:
+		return res.value, res.err
+	case <-c.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops the client; pending calls fail with ErrClosed.
+func (c *Client) Close() error {
+	c.closeMu.Do(func() {
+		close(c.stop)
+		c.wg.Wait()
+		c.closeConns()
+	})
+	return nil
+}
+
+func (c *Client) closeConns() {
+	c.cancelConn()
+	for _, conn := range c.conns {
+		_ = conn.Close()
+	}
+}
+
+// verifyReply checks a reply's MAC under the pairwise key of its replica.
+func (c *Client) verifyReply(rep *bftpb.Reply) bool {
+	if int(rep.Replica) >= c.n || !bytes.Equal(rep.Client, []byte(c.id)) {
+		return false
+	}
+	mac := rep.Mac
+	rep.Mac = nil
+	ok := auth.VerifyMAC(c.macKeys[rep.Replica], c.dom.ReplyBytes(rep), mac) == nil
+	rep.Mac = mac
+	return ok
+}
+
+// decodeResults splits an envelope's result into one result per call.
+func decodeResults(b []byte, calls int) ([][]byte, error) {
+	res, err := envelope.DecodeResults(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadReply, err)
+	}
+	if len(res) != calls {
+		return nil, fmt.Errorf("%w: %d results for %d calls", ErrBadReply, len(res), calls)
+	}
+	return res, nil
+}

@@ -1,0 +1,25 @@
+package client
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+
+	"github.com/augustus-db/augustus/pkg/bft/auth"
+	"github.com/augustus-db/augustus/pkg/bft/cluster"
+	"github.com/augustus-db/augustus/pkg/bft/transport"
+)
+
+// TransportDialer connects to replicas over TLS (pkg/bft/transport), pinning
+// each replica's public key. The client presents no certificate: replicas
+// authenticate clients by the signature of every request, and a replica's
+// TLS server only admits certificates of its peers.
+func TransportDialer() Dialer {
+	return func(ctx context.Context, r cluster.Replica, pub ed25519.PublicKey) (Conn, error) {
+		tlsCfg, err := auth.ClientTLSConfig(nil, auth.AcceptKeys(pub))
+		if err != nil {
+			return nil, fmt.Errorf("client: TLS for %s: %w", r.Name, err)
+		}
+		return transport.DialClient(ctx, r.ClientAddr, tlsCfg)
+	}
+}

@@ -1,0 +1,114 @@
+// Package envelope encodes what a client packs into one request envelope —
+// the calls of many concurrent callers (pbft.md C1, DESIGN.md §3.1) — and the
+// results a replica returns for them, one per call.
+//
+// The PBFT core treats a request's payload as opaque bytes; the group client
+// (pkg/bft/client) and the replica runtime (pkg/bft/replica) agree on this
+// format, so an application sees single calls and returns single results.
+//
+// Layout: a tag byte ('C' calls, 'R' results), a uvarint count, then per
+// element a uvarint length and the bytes. Decoding is strict (no trailing
+// bytes, bounded counts and lengths) because the bytes come from the network.
+// This package imports only the standard library.
+package envelope
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+const (
+	tagCalls   = 'C'
+	tagResults = 'R'
+)
+
+// MaxElements bounds the calls (or results) in one envelope.
+const MaxElements = 1 << 16
+
+// ErrMalformed is returned for bytes that are not a valid envelope.
+var ErrMalformed = errors.New("envelope: malformed")
+
+// AppendCalls appends the encoding of calls to dst.
+func AppendCalls(dst []byte, calls [][]byte) []byte { return appendList(dst, tagCalls, calls) }
+
+// EncodeCalls encodes calls.
+func EncodeCalls(calls [][]byte) []byte { return appendList(make([]byte, 0, Size(calls)), tagCalls, calls) }
+
+// EncodeResults encodes results.
+func EncodeResults(results [][]byte) []byte {
+	return appendList(make([]byte, 0, Size(results)), tagResults, results)
+}
+
+// Size returns the encoded size of a list.
+func Size(elems [][]byte) int {
+	n := 1 + binary.MaxVarintLen64
+	for _, e := range elems {
+		n += binary.MaxVarintLen64 + len(e)
+	}
+	return n
+}
+
+func appendList(dst []byte, tag byte, elems [][]byte) []byte {
+	dst = append(dst, tag)
+	dst = binary.AppendUvarint(dst, uint64(len(elems)))
+	for _, e := range elems {
+		dst = binary.AppendUvarint(dst, uint64(len(e)))
+		dst = append(dst, e...)
+	}
+	return dst
+}
+
+// DecodeCalls decodes calls; the returned slices alias b.
+func DecodeCalls(b []byte) ([][]byte, error) { return decodeList(b, tagCalls) }
+
+// DecodeResults decodes results; the returned slices alias b.
+func DecodeResults(b []byte) ([][]byte, error) { return decodeList(b, tagResults) }
+
+func decodeList(b []byte, tag byte) ([][]byte, error) {
+	if len(b) == 0 || b[0] != tag {
+		return nil, fmt.Errorf("%w: missing tag %q", ErrMalformed, tag)
+	}
+	b = b[1:]
+	count, n := uvarint(b)
+	if n <= 0 || count > MaxElements {
+		return nil, fmt.Errorf("%w: bad element count", ErrMalformed)
+	}
+	b = b[n:]
+	if count > uint64(len(b)) { // every element takes at least one byte
+		return nil, fmt.Errorf("%w: %d elements in %d bytes", ErrMalformed, count, len(b))
+	}
+	out := make([][]byte, 0, count)
+	for i := uint64(0); i < count; i++ {
+		l, n := uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return nil, fmt.Errorf("%w: element %d overruns the envelope", ErrMalformed, i)
+		}
+		b = b[n:]
+		out = append(out, b[:l:l])
+		b = b[l:]
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(b))
+	}
+	return out, nil
+}
+
+// uvarint decodes a canonical (shortest) uvarint, so every envelope has one
+// encoding.
+func uvarint(b []byte) (uint64, int) {
+	v, n := binary.Uvarint(b)
+	if n > 0 && n != uvarintLen(v) {
+		return 0, -1
+	}
+	return v, n
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}

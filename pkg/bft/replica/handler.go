@@ -1,0 +1,98 @@
+package replica
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+	"github.com/augustus-db/augustus/pkg/bft/transport"
+	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
+	"github.com/augustus-db/augustus/pkg/storage"
+)
+
+// handler receives from the transport. Its methods run on the stream
+// goroutines, so verification (the costly part: signatures) runs in
+// parallel across peers and clients before anything reaches the node.
+// Blocking on a full inbox applies back-pressure to the stream.
+type handler struct{ r *Replica }
+
+func (h handler) OnMessage(ctx context.Context, _ uint32, m *bftpb.Message) {
+	if err := h.r.checker.Message(m); err != nil {
+		h.r.metrics.Rejected.WithLabelValues(kindOf(m)).Inc()
+		h.r.log.Debug("message rejected", "from", m.From, "kind", kindOf(m), "err", err)
+		return
+	}
+	select {
+	case h.r.inbox <- input{msg: m}:
+	case <-ctx.Done():
+	}
+}
+
+func (h handler) OnRequest(ctx context.Context, req *bftpb.Request, _ *transport.ClientConn) {
+	if req.Timestamp == 0 && len(req.Signature) == 0 && len(req.Payload) == 0 {
+		return // a bind-only hello: the stream now carries this client's replies
+	}
+	if err := h.r.checker.Request(req); err != nil {
+		h.r.metrics.Rejected.WithLabelValues("request").Inc()
+		h.r.log.Debug("request rejected", "err", err)
+		return
+	}
+	select {
+	case h.r.inbox <- input{req: req}:
+	case <-ctx.Done():
+	}
+}
+
+// OnFetchState serves the state of a checkpoint this replica holds a
+// snapshot of (G3). Only replicas of the group reach it.
+func (h handler) OnFetchState(ctx context.Context, from uint32, req *transportpb.StateRequest, send func(*transportpb.StateChunk) error) error {
+	ref := h.r.snaps.acquire(bft.SeqNum(req.Seq))
+	if ref == nil {
+		return status.Errorf(codes.NotFound, "no snapshot of checkpoint %d", req.Seq)
+	}
+	defer h.r.snaps.release(ref)
+	if sum := ref.snap.Sum(); len(req.StateDigest) > 0 && string(req.StateDigest) != string(sum[:]) {
+		return status.Errorf(codes.FailedPrecondition, "the snapshot of checkpoint %d has another digest", req.Seq)
+	}
+	chunkBytes := storage.DefaultChunkBytes
+	if req.MaxChunkBytes > 0 && int(req.MaxChunkBytes) < chunkBytes {
+		chunkBytes = int(req.MaxChunkBytes)
+	}
+	h.r.log.Info("serving state transfer", "to", from, "seq", req.Seq)
+	return ref.snap.Export(ctx, chunkBytes, func(c storage.Chunk) error {
+		return send(&transportpb.StateChunk{Seq: req.Seq, Data: c.Marshal(), Last: c.Final})
+	})
+}
+
+func kindOf(m *bftpb.Message) string {
+	switch m.GetBody().(type) {
+	case *bftpb.Message_Request:
+		return "request"
+	case *bftpb.Message_PrePrepare:
+		return "pre_prepare"
+	case *bftpb.Message_Prepare:
+		return "prepare"
+	case *bftpb.Message_Commit:
+		return "commit"
+	case *bftpb.Message_Checkpoint:
+		return "checkpoint"
+	case *bftpb.Message_ViewChange:
+		return "view_change"
+	case *bftpb.Message_NewView:
+		return "new_view"
+	case *bftpb.Message_Status:
+		return "status"
+	case *bftpb.Message_Fetch:
+		return "fetch"
+	case *bftpb.Message_CommittedBatch:
+		return "committed_batch"
+	case *bftpb.Message_BatchBody:
+		return "batch_body"
+	case *bftpb.Message_CheckpointCert:
+		return "checkpoint_cert"
+	}
+	return "unknown"
+}

@@ -1,0 +1,163 @@
+package replica
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/client"
+	"github.com/augustus-db/augustus/pkg/bft/cluster"
+)
+
+// testGroup is one group of in-process replicas on loopback: real TLS,
+// gRPC, pebble; short timeouts.
+type testGroup struct {
+	t       *testing.T
+	dir     string
+	cluster *cluster.Cluster
+	keys    []ed25519.PrivateKey
+	running []*runningReplica
+}
+
+type runningReplica struct {
+	r      *Replica
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newTestGroup(t *testing.T, f int, configure func(*bft.Config)) *testGroup {
+	t.Helper()
+	dir := t.TempDir()
+	c, err := cluster.Generate(cluster.GenerateOptions{Dir: dir, ClusterID: "test", Groups: 1, F: f, BasePort: 20000, Clients: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &testGroup{t: t, dir: dir, cluster: c}
+	// Bind every address to a free loopback port.
+	for i := range c.Groups[0].Replicas {
+		rep := &c.Groups[0].Replicas[i]
+		rep.PeerAddr, rep.ClientAddr, rep.MetricsAddr = freeAddr(t), freeAddr(t), ""
+		k, err := cluster.LoadReplicaKey(dir, rep.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.keys = append(g.keys, k)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	g.running = make([]*runningReplica, len(c.Groups[0].Replicas))
+	for i := range g.running {
+		g.start(i, configure)
+	}
+	return g
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func testCore(configure func(*bft.Config)) func(*bft.Config) {
+	return func(c *bft.Config) {
+		c.CheckpointInterval, c.LogWindow = 8, 16
+		c.RequestTimeout, c.ViewChangeTimeout, c.StatusInterval = 100, 100, 10
+		if configure != nil {
+			configure(c)
+		}
+	}
+}
+
+func (g *testGroup) start(i int, configure func(*bft.Config)) {
+	rep := g.cluster.Groups[0].Replicas[i]
+	level := slog.LevelWarn
+	if os.Getenv("REPLICA_DEBUG") != "" {
+		level = slog.LevelDebug
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	}
+	r, err := New(Config{
+		Cluster: g.cluster, Name: rep.Name, Key: g.keys[i], DataDir: filepath.Join(g.dir, "data", rep.Name),
+		ConfigureCore: testCore(configure),
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rr := &runningReplica{r: r, cancel: cancel, done: make(chan error, 1)}
+	go func() { rr.done <- r.Run(ctx) }()
+	select {
+	case <-r.Ready():
+	case err := <-rr.done:
+		g.t.Fatalf("replica %s did not start: %v", rep.Name, err)
+	}
+	g.running[i] = rr
+	g.t.Cleanup(func() { g.stop(i) })
+}
+
+func (g *testGroup) stop(i int) {
+	rr := g.running[i]
+	if rr == nil {
+		return
+	}
+	g.running[i] = nil
+	rr.cancel()
+	if err := <-rr.done; err != nil {
+		g.t.Errorf("replica %d: %v", i, err)
+	}
+}
+
+func (g *testGroup) client(i int) *client.Client {
+	g.t.Helper()
+	k, err := cluster.LoadClientKey(g.dir, cluster.ClientName(i))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.New(ctx, client.Config{Cluster: g.cluster, Group: 0, Key: k, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// invokeAll runs n calls from w goroutines and fails on any error.
+func invokeAll(t *testing.T, c *client.Client, n, w int, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	per := n / w
+	for i := 0; i < w; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for j := 0; j < per; j++ {
+				if _, err := c.Invoke(ctx, []byte(fmt.Sprintf("call %d.%d", i, j))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("invoke: %v", err)
+	}
+}
