@@ -77,9 +77,9 @@ type Client struct {
 	connCtx    context.Context
 	cancelConn context.CancelFunc
 	stop       chan struct{}
-	done    chan struct{}
-	wg      sync.WaitGroup
-	closeMu sync.Once
+	done       chan struct{}
+	wg         sync.WaitGroup
+	closeMu    sync.Once
 }
 
 type call struct {

@@ -33,7 +33,9 @@ var ErrMalformed = errors.New("envelope: malformed")
 func AppendCalls(dst []byte, calls [][]byte) []byte { return appendList(dst, tagCalls, calls) }
 
 // EncodeCalls encodes calls.
-func EncodeCalls(calls [][]byte) []byte { return appendList(make([]byte, 0, Size(calls)), tagCalls, calls) }
+func EncodeCalls(calls [][]byte) []byte {
+	return appendList(make([]byte, 0, Size(calls)), tagCalls, calls)
+}
 
 // EncodeResults encodes results.
 func EncodeResults(results [][]byte) []byte {
