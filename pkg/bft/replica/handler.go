@@ -63,7 +63,11 @@ func (h handler) OnFetchState(ctx context.Context, from uint32, req *transportpb
 	}
 	h.r.log.Info("serving state transfer", "to", from, "seq", req.Seq)
 	return ref.snap.Export(ctx, chunkBytes, func(c storage.Chunk) error {
-		return send(&transportpb.StateChunk{Seq: req.Seq, Data: c.Marshal(), Last: c.Final})
+		sc := &transportpb.StateChunk{Seq: req.Seq, Data: c.Marshal(), Last: c.Final}
+		if h.r.corruptChunk != nil {
+			h.r.corruptChunk(sc)
+		}
+		return send(sc)
 	})
 }
 

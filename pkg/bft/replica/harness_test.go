@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/client"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
@@ -20,11 +22,15 @@ import (
 // testGroup is one group of in-process replicas on loopback: real TLS,
 // gRPC, pebble; short timeouts.
 type testGroup struct {
-	t       *testing.T
-	dir     string
-	cluster *cluster.Cluster
-	keys    []ed25519.PrivateKey
-	running []*runningReplica
+	t         *testing.T
+	dir       string
+	cluster   *cluster.Cluster
+	keys      []ed25519.PrivateKey
+	running   []*runningReplica
+	configure func(*bft.Config)
+	app       func() Application
+	// metrics survive restarts of a replica (one registry-free set each).
+	metrics []*Metrics
 }
 
 type runningReplica struct {
@@ -34,13 +40,17 @@ type runningReplica struct {
 }
 
 func newTestGroup(t *testing.T, f int, configure func(*bft.Config)) *testGroup {
+	return newTestGroupWith(t, f, configure, nil)
+}
+
+func newTestGroupWith(t *testing.T, f int, configure func(*bft.Config), app func() Application) *testGroup {
 	t.Helper()
 	dir := t.TempDir()
 	c, err := cluster.Generate(cluster.GenerateOptions{Dir: dir, ClusterID: "test", Groups: 1, F: f, BasePort: 20000, Clients: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &testGroup{t: t, dir: dir, cluster: c}
+	g := &testGroup{t: t, dir: dir, cluster: c, configure: configure, app: app}
 	// Bind every address to a free loopback port.
 	for i := range c.Groups[0].Replicas {
 		rep := &c.Groups[0].Replicas[i]
@@ -55,8 +65,9 @@ func newTestGroup(t *testing.T, f int, configure func(*bft.Config)) *testGroup {
 		t.Fatal(err)
 	}
 	g.running = make([]*runningReplica, len(c.Groups[0].Replicas))
+	g.metrics = make([]*Metrics, len(g.running))
 	for i := range g.running {
-		g.start(i, configure)
+		g.start(i)
 	}
 	return g
 }
@@ -80,16 +91,20 @@ func testCore(configure func(*bft.Config)) func(*bft.Config) {
 	}
 }
 
-func (g *testGroup) start(i int, configure func(*bft.Config)) {
+func (g *testGroup) start(i int) {
 	rep := g.cluster.Groups[0].Replicas[i]
 	level := slog.LevelWarn
 	if os.Getenv("REPLICA_DEBUG") != "" {
 		level = slog.LevelDebug
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	}
+	var app Application
+	if g.app != nil {
+		app = g.app()
+	}
 	r, err := New(Config{
 		Cluster: g.cluster, Name: rep.Name, Key: g.keys[i], DataDir: filepath.Join(g.dir, "data", rep.Name),
-		ConfigureCore: testCore(configure),
+		ConfigureCore: testCore(g.configure), App: app,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	})
 	if err != nil {
@@ -104,7 +119,28 @@ func (g *testGroup) start(i int, configure func(*bft.Config)) {
 		g.t.Fatalf("replica %s did not start: %v", rep.Name, err)
 	}
 	g.running[i] = rr
+	g.metrics[i] = r.metrics
 	g.t.Cleanup(func() { g.stop(i) })
+}
+
+// executed reads replica i's last executed seq from its metrics (safe while
+// it runs; the last value after it stopped).
+func (g *testGroup) executed(i int) uint64 {
+	return uint64(testutil.ToFloat64(g.metrics[i].LastExecuted))
+}
+
+func (g *testGroup) view(i int) uint64 { return uint64(testutil.ToFloat64(g.metrics[i].View)) }
+
+// waitFor polls cond until it holds or the deadline passes.
+func (g *testGroup) waitFor(what string, d time.Duration, cond func() bool) {
+	g.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			g.t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (g *testGroup) stop(i int) {

@@ -15,6 +15,7 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
 	"github.com/augustus-db/augustus/pkg/bft/envelope"
 	"github.com/augustus-db/augustus/pkg/bft/transport"
+	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
 	"github.com/augustus-db/augustus/pkg/storage"
 )
 
@@ -45,6 +46,10 @@ type Replica struct {
 	snaps    snapshots
 	arrivals map[arrivalKey]time.Time
 	wg       sync.WaitGroup
+
+	// corruptChunk, if set (tests), tampers with the state this replica
+	// serves, to exercise the requester's fallback to another peer.
+	corruptChunk func(*transportpb.StateChunk)
 
 	// ready is closed once Run serves; Addrs are the bound addresses.
 	ready                chan struct{}
