@@ -105,7 +105,7 @@ func (g *testGroup) start(i int) {
 	r, err := New(Config{
 		Cluster: g.cluster, Name: rep.Name, Key: g.keys[i], DataDir: filepath.Join(g.dir, "data", rep.Name),
 		ConfigureCore: testCore(g.configure), App: app,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	})
 	if err != nil {
 		g.t.Fatal(err)
