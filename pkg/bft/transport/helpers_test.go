@@ -286,9 +286,36 @@ func (c *cluster) stopServer(nd *node) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitFor is waitFor that reports the cluster's drops and reconnects when it
+// times out.
+func (c *cluster) waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			for _, nd := range c.nodes {
+				var drops, reconnects []string
+				for _, r := range dropReasons {
+					if v := dropped(t, nd.metrics, r); v > 0 {
+						drops = append(drops, fmt.Sprintf("%s=%v", r, v))
+					}
+				}
+				for _, o := range c.nodes {
+					if v := value(t, nd.metrics.reconnects.WithLabelValues(peerLabel(o.id))); v > 0 {
+						reconnects = append(reconnects, fmt.Sprintf("%d=%v", o.id, v))
+					}
+				}
+				t.Logf("node %d: received %d, drops %v, reconnects %v", nd.id, nd.rec.count(), drops, reconnects)
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)

@@ -20,7 +20,7 @@ func TestPeersExchangeMessagesOverMutualTLS(t *testing.T) {
 		}
 	}
 	for _, nd := range c.nodes {
-		waitFor(t, "all broadcasts", func() bool { return nd.rec.count() == 3*perNode })
+		c.waitFor(t, "all broadcasts", func() bool { return nd.rec.count() == 3*perNode })
 	}
 	for _, nd := range c.nodes {
 		next := map[uint32]uint64{}
@@ -161,7 +161,7 @@ func TestPeersDropMessagesAboveTheSizeLimit(t *testing.T) {
 func TestPeersCarryMultiMegabyteMessages(t *testing.T) {
 	c := newCluster(t, 2)
 	require.True(t, c.nodes[0].peers.Send(1, prepare(0, 1, 12<<20)))
-	waitFor(t, "a 12 MiB message", func() bool { return c.nodes[1].rec.count() == 1 })
+	c.waitFor(t, "a 12 MiB message", func() bool { return c.nodes[1].rec.count() == 1 })
 	require.Len(t, c.nodes[1].rec.messages()[0].m.GetPrepare().Signature, 12<<20)
 }
 
