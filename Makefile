@@ -4,6 +4,8 @@ BIN       := bin/augustus
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/augustus-db/augustus/cmd/augustus/internal/cli.Version=$(VERSION)
 SEEDS     ?= 20000
+FIRST_SEED ?= 1
+SHELL     := /bin/bash
 FUZZTIME  ?= 10s
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
@@ -35,8 +37,9 @@ proto: ## regenerate protobuf/gRPC code (needs protoc; generated code is committ
 bench: ## micro-benchmarks of storage and the PBFT core
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/storage/ ./pkg/bft/
 
-sim: ## run SEEDS simulation seeds of the PBFT core (make sim SEEDS=100000)
-	$(GO) test -count=1 -timeout 0 -run '^TestSimulationSeeds$$' ./pkg/bft/bfttest/ -args -seeds=$(SEEDS) -v-sim
+sim: ## run SEEDS simulation seeds of the PBFT core (make sim SEEDS=100000 [FIRST_SEED=1])
+	@set -o pipefail; $(GO) test -count=1 -timeout 0 -v -run '^TestSimulationSeeds$$' ./pkg/bft/bfttest/ \
+	  -args -seeds=$(SEEDS) -first-seed=$(FIRST_SEED) -v-sim 2>&1 | grep -v -E '^(=== RUN|--- PASS|PASS)'
 
 fuzz: ## fuzz the network decoders for FUZZTIME each
 	@for t in $$($(GO) test -list '^Fuzz' ./pkg/bft/ | grep '^Fuzz'); do \

@@ -81,8 +81,9 @@ func TestSimulationSeeds(t *testing.T) {
 		core.Dropped, bft.DropReasonNames, maxHeal/1000)
 	if *flagVerbose {
 		fmt.Fprintln(os.Stderr, summary)
+	} else {
+		t.Log(summary)
 	}
-	t.Log(summary)
 	for _, f := range failures {
 		if f.seed == first {
 			t.Errorf("first failing seed %d: %s\n  %v\n  replay: go test ./pkg/bft/bfttest -run TestReplaySeed -seed=%d -v", f.seed, f.res.Summary, f.res.Violations, f.seed)
