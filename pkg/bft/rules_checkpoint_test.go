@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/bfttest"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+	"github.com/augustus-db/augustus/pkg/bft/bfttest"
 )
 
 // Tests of checkpoints and garbage collection, pbft.md G1–G3.
@@ -195,6 +195,14 @@ func TestG2_StableCheckpointPrunesLogAndMovesWatermarks(t *testing.T) {
 		t.Fatalf("store holds %d PRE-PREPAREs up to K and %d above", len(below), len(above))
 	}
 	ownCp := bft.RecordKey(&bftpb.LogRecord{Record: &bftpb.LogRecord_Checkpoint{Checkpoint: sentCheckpoints(r.msgs)[0]}})
+	// Before the checkpoint is stable, a peer's fetch of batch 1 is answered.
+	b1 := r.execs[0].Batch
+	fetch1 := msg(3, &bftpb.Fetch{Kind: bftpb.Fetch_KIND_BATCH, FromSeq: 1, Digest: c.digest(b1), Replica: 3})
+	r.reset()
+	c.step(1, fetch1)
+	if len(r.msgs) != 1 || r.msgs[0].Msg.GetBatchBody() == nil {
+		t.Fatalf("control: fetch of batch 1 not answered before the checkpoint")
+	}
 	r.reset()
 	d := r.app.Digest()
 	c.step(1, msg(0, c.checkpoint(tK, d, 0)))
@@ -220,8 +228,9 @@ func TestG2_StableCheckpointPrunesLogAndMovesWatermarks(t *testing.T) {
 			t.Errorf("store still holds %x", k)
 		}
 	}
-	// At or below h: dropped without a reaction.
+	// At or below h: dropped without a reaction, and nothing is left to serve.
 	r.reset()
+	c.step(1, fetch1)
 	before := dropped(r.node, "watermark")
 	dK := c.digest(c.batch(c.next(6)))
 	c.step(1, msg(0, c.prePrepare(0, tK, c.batch(c.next(7)), 0)))

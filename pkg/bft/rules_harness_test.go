@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/bfttest"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+	"github.com/augustus-db/augustus/pkg/bft/bfttest"
 )
 
 const (
@@ -82,8 +82,11 @@ type rep struct {
 	hsStates []*bftpb.HardState
 
 	// p1 lists messages this node signed and sent without having persisted
-	// them in the same or an earlier Ready (P1).
+	// them: the first time in the same Ready, later (retransmissions) in
+	// the same or an earlier one (P1).
 	p1 []string
+	// sentKeys are the record keys of the signed messages sent so far.
+	sentKeys map[string]bool
 }
 
 type envelope struct {
@@ -229,16 +232,28 @@ func (r *rep) runPending() {
 // it is in the store once the Ready's records are written, and a
 // VIEW-CHANGE leaves only with the view change in the hard state.
 func (r *rep) checkPersisted(rd bft.Ready) {
+	inReady := make(map[string]bool, len(rd.Records))
+	for _, rec := range rd.Records {
+		inReady[string(rec.Key)] = true
+	}
+	if r.sentKeys == nil {
+		r.sentKeys = make(map[string]bool)
+	}
 	for _, out := range rd.Messages {
 		rec, signer, ok := ownRecord(out.Msg)
 		if !ok || signer != uint32(r.id) {
 			continue
 		}
-		got := r.records[string(bft.RecordKey(rec))]
+		key := string(bft.RecordKey(rec))
+		got := r.records[key]
 		if got == nil {
 			r.p1 = append(r.p1, fmt.Sprintf("%s sent without its record", describe(out.Msg)))
 			continue
 		}
+		if !r.sentKeys[key] && !inReady[key] {
+			r.p1 = append(r.p1, fmt.Sprintf("%s first sent in a Ready without its record", describe(out.Msg)))
+		}
+		r.sentKeys[key] = true
 		if !sameSigned(got, rec) {
 			r.p1 = append(r.p1, fmt.Sprintf("%s sent, but the record under its key differs", describe(out.Msg)))
 		}

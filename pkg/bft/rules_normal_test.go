@@ -341,6 +341,33 @@ func TestN3_PrimarySendsNoPrepare(t *testing.T) {
 	}
 }
 
+// N3: a new primary that re-proposes O in its NEW-VIEW sends no PREPARE
+// for those PRE-PREPAREs either.
+func TestN3_NewPrimarySendsNoPrepareForO(t *testing.T) {
+	c := newCluster(t, 1)
+	c.net = false
+	d := fakeDigest(3, "C")
+	c.step(1, msg(2, c.viewChange(1, 2, nil, c.preparedCert(0, 3, d, 2, 3))))
+	c.step(1, msg(3, c.viewChange(1, 3, nil)))
+	nvs := sentNewViews(c.reps[1].msgs)
+	if len(nvs) != 1 || len(nvs[0].PrePrepares) != 3 {
+		t.Fatalf("setup: no NEW-VIEW with 3 PRE-PREPAREs")
+	}
+	if p := sentPrepares(c.reps[1].msgs); len(p) != 0 {
+		t.Fatalf("new primary sent %d PREPAREs for its own O", len(p))
+	}
+	// Backups' PREPAREs for the null batches make it prepared: it COMMITs.
+	null := c.nullDigest()
+	c.step(1, msg(2, c.prepare(1, 1, null, 2)))
+	c.step(1, msg(3, c.prepare(1, 1, null, 3)))
+	if p := sentPrepares(c.reps[1].msgs); len(p) != 0 {
+		t.Fatalf("new primary sent PREPAREs")
+	}
+	if cs := sentCommits(c.reps[1].msgs); len(cs) != 1 || cs[0].View != 1 || cs[0].Seq != 1 {
+		t.Fatalf("new primary did not commit the null batch at seq 1")
+	}
+}
+
 // N3, N4: the checker rejects a PREPARE from the primary of its view.
 func TestN3_CheckerRejectsPrepareFromPrimary(t *testing.T) {
 	c := newCluster(t, 1)

@@ -381,3 +381,31 @@ func TestP3_RestartedReplicaKeepsStableCheckpoint(t *testing.T) {
 		t.Fatal("restarted replica's high watermark is not h+L")
 	}
 }
+
+// P1, P3: the prepared certificates a replica holds survive a restart: the
+// PREPAREs of others are persisted, so its VIEW-CHANGE after the restart
+// still carries the certificate.
+func TestP3_RestartedReplicaKeepsPreparedCertificates(t *testing.T) {
+	c := newCluster(t, 1)
+	c.net = false
+	b := c.batch(c.next(0))
+	d := c.digest(b)
+	c.step(2, msg(0, c.prePrepare(0, 1, b, 0)))
+	c.step(2, msg(3, c.prepare(0, 1, d, 3)))
+	if len(sentCommits(c.reps[2].msgs)) != 1 {
+		t.Fatal("setup: not prepared")
+	}
+	c.restart(2)
+	c.step(2, msg(0, c.viewChange(1, 0, nil)))
+	c.step(2, msg(3, c.viewChange(1, 3, nil)))
+	vc := lastViewChange(c, 2)
+	if vc == nil || vc.View != 1 {
+		t.Fatal("no VIEW-CHANGE(1) after the restart")
+	}
+	if len(vc.Prepared) != 1 || vc.Prepared[0].PrePrepare.Seq != 1 || !bytes.Equal(vc.Prepared[0].PrePrepare.Digest, d) {
+		t.Fatalf("VIEW-CHANGE after the restart carries %d prepared certificates, want the one for seq 1", len(vc.Prepared))
+	}
+	if err := c.checker.Message(msg(2, vc)); err != nil {
+		t.Fatalf("checker rejects it: %v", err)
+	}
+}

