@@ -7,6 +7,7 @@ import (
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+	"github.com/augustus-db/augustus/pkg/bft/bfttest"
 )
 
 // Tests of the view change, pbft.md V1–V7.
@@ -899,5 +900,59 @@ func TestV5_FaultyNewPrimaryCannotReplaceCommittedBatch(t *testing.T) {
 				t.Fatalf("r%d executed %s at seq 1, r3 executed %s", i, ex.Digest, dA)
 			}
 		}
+	}
+}
+
+// V5, G2: PRE-PREPAREs of O above the backup's high watermark (its log
+// still reaches min-s, so it executes up to it rather than fetching state)
+// are prepared once the checkpoint at min-s is stable and H moves.
+func TestV5_NewViewEntriesAboveHighWatermarkPreparedWhenItMoves(t *testing.T) {
+	c := newCluster(t, 1)
+	c.net = false
+	r := c.reps[2]
+	r.manualExec = true
+	executeUpTo(c, 2, 0, tK) // committed and handed out, not executed yet
+	twin := bfttest.NewApp()
+	for _, ex := range r.pendingExec {
+		twin.Execute(&ex)
+	}
+	cert := c.checkpointCert(tK, twin.Digest(), 0, 1, 3)
+	dX := fakeDigest(tK+tL, "X")
+	vcs := []*bftpb.ViewChange{
+		c.viewChange(1, 0, cert, c.preparedCert(0, tK+tL, dX, 1, 3)),
+		c.viewChange(1, 1, cert),
+		c.viewChange(1, 3, nil),
+	}
+	r.reset()
+	c.step(2, msg(1, c.newView(1, vcs, c.expectedO(vcs), 1)))
+	if len(r.targets) != 0 {
+		t.Fatalf("state transfer although the log reaches min-s")
+	}
+	for _, p := range sentPrepares(r.msgs) {
+		if p.Seq > tL {
+			t.Fatalf("PREPARE for seq %d above H = %d", p.Seq, tL)
+		}
+	}
+	r.runPending()
+	if h := c.node(2).LowWatermark(); h != tK {
+		t.Fatalf("h = %d after executing up to min-s, want %d", h, tK)
+	}
+	seen := map[uint64]bool{}
+	for _, p := range sentPrepares(r.msgs) {
+		if p.View == 1 {
+			seen[p.Seq] = true
+		}
+	}
+	for s := uint64(tK + 1); s < tK+tL; s++ {
+		if !seen[s] {
+			t.Errorf("no PREPARE(v1, s%d) for O's null batch", s)
+		}
+	}
+	var fetched bool
+	for _, f := range sentFetches(r.msgs) {
+		fetched = fetched || (f.FromSeq == tK+tL && bytes.Equal(f.Digest, dX))
+	}
+	if !fetched {
+		t.Errorf("no fetch of O's batch at seq %d", tK+tL)
 	}
 }
