@@ -55,6 +55,6 @@ replicas order requests with PBFT; data is range-partitioned over groups.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newInitCommand(), newReplicaCommand(), newStartCommand(), newBenchCommand(), newDemoCommand(), newVersionCommand())
 	return root
 }

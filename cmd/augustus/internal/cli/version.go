@@ -13,9 +13,10 @@ var Version = "dev"
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version of this binary",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print the version of this binary",
+		Example: "  augustus version",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			commit := "unknown"
 			if info, ok := debug.ReadBuildInfo(); ok {

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// printBench writes the result as a two-column table.
+func printBench(w io.Writer, r *benchResult) error {
+	cpu := "n/a (no replica metrics)"
+	if r.ReplicasScraped > 0 {
+		cpu = fmt.Sprintf("%.3f ms/call over %d of %d replicas", r.ReplicaCPUMsPerCall, r.ReplicasScraped, r.ReplicasInGroup)
+		var parts []string
+		names := make([]string, 0, len(r.ReplicaCPUSeconds))
+		for n := range r.ReplicaCPUSeconds {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%s %.2fs", n, r.ReplicaCPUSeconds[n]))
+		}
+		cpu += " (" + strings.Join(parts, ", ") + ")"
+	}
+	errs := fmt.Sprintf("%d", r.Errors)
+	if r.FirstError != "" {
+		errs += " (first: " + r.FirstError + ")"
+	}
+	rows := [][]string{
+		{"workload", fmt.Sprintf("%s, %d-byte calls, group %d", r.Workload, r.SizeBytes, r.Group)},
+		{"callers", fmt.Sprintf("%d (one group client)", r.Clients)},
+		{"measured", fmt.Sprintf("%.1fs after %.1fs warm-up", r.MeasuredSecs, r.WarmupSeconds)},
+		{"calls", fmt.Sprintf("%d", r.Calls)},
+		{"calls/s", fmt.Sprintf("%.0f", r.CallsPerSecond)},
+		{"envelopes/s", fmt.Sprintf("%.0f (%.1f calls per envelope)", r.EnvelopesPerSecond, r.CallsPerEnvelope)},
+		{"envelopes per PBFT batch", fmt.Sprintf("%.1f", r.EnvelopesPerBatch)},
+		{"latency p50 / p95 / p99", fmt.Sprintf("%.2f / %.2f / %.2f ms", r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99)},
+		{"latency mean / max", fmt.Sprintf("%.2f / %.2f ms", r.LatencyMs.Mean, r.LatencyMs.Max)},
+		{"replica CPU", cpu},
+		{"bench client CPU", fmt.Sprintf("%.3f ms/call (%.2fs)", r.ClientCPUMsPerCall, r.ClientCPUSeconds)},
+		{"retransmissions", fmt.Sprintf("%.0f", r.Retransmissions)},
+		{"errors", errs},
+		{"machine", fmt.Sprintf("%d CPUs, GOMAXPROCS %d, %s", r.NumCPU, r.GoMaxProcs, r.GoVersion)},
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header("result", "value")
+	if err := t.Bulk(rows); err != nil {
+		return fmt.Errorf("bench report: %w", err)
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("bench report: %w", err)
+	}
+	return nil
+}
+
+func jsonIndent(v any) ([]byte, error) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
+
+func histogramSums(h prometheus.Histogram) (sum, count float64) {
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		return 0, 0
+	}
+	return m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())
+}
+
+// benchProgress shows the run live: a progress bar on a terminal, else a
+// line every 5 seconds.
+type benchProgress struct {
+	w        io.Writer
+	bar      *progressbar.ProgressBar
+	lines    bool
+	total    time.Duration
+	lastLine time.Time
+	done     bool
+}
+
+func newBenchProgress(w io.Writer, o benchOptions) *benchProgress {
+	p := &benchProgress{w: w, total: o.duration, lastLine: time.Now()}
+	mode := o.progress
+	if mode == "auto" {
+		mode = "lines"
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			mode = "bar"
+		}
+	}
+	switch mode {
+	case "bar":
+		p.bar = progressbar.NewOptions64(o.duration.Milliseconds(),
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription("measuring"),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionShowDescriptionAtLineEnd(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+	case "lines":
+		p.lines = true
+	}
+	return p
+}
+
+func (p *benchProgress) update(elapsed time.Duration, calls int64) {
+	rate := float64(calls) / max(elapsed.Seconds(), 1e-3)
+	switch {
+	case p.bar != nil:
+		p.bar.Describe(fmt.Sprintf("%d calls, %.0f calls/s", calls, rate))
+		_ = p.bar.Set64(min(elapsed.Milliseconds(), p.total.Milliseconds()))
+	case p.lines && time.Since(p.lastLine) >= 5*time.Second:
+		p.lastLine = time.Now()
+		fmt.Fprintf(p.w, "bench: %s/%s  %d calls  %.0f calls/s\n",
+			elapsed.Round(time.Second), p.total, calls, rate)
+	}
+}
+
+func (p *benchProgress) finish() {
+	if p.done {
+		return
+	}
+	p.done = true
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		_ = p.bar.Exit()
+	}
+}

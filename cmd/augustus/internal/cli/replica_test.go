@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/augustus-db/augustus/pkg/bft/cluster"
+)
+
+// editClusterFile rewrites cluster.json as generic JSON, bypassing
+// validation, so tests can write the broken files users do.
+func editClusterFile(t *testing.T, dir string, edit func(m map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, cluster.FileName)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(data, &m))
+	edit(m)
+	data, err = json.MarshalIndent(m, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+}
+
+func replicaField(m map[string]any, group, index int) map[string]any {
+	return m["groups"].([]any)[group].(map[string]any)["replicas"].([]any)[index].(map[string]any)
+}
+
+func TestReplicaStartupErrorsAreClear(t *testing.T) {
+	for name, tc := range map[string]struct {
+		setup func(t *testing.T, dir string)
+		args  []string
+		want  []string
+	}{
+		"no cluster file": {
+			setup: func(t *testing.T, dir string) { require.NoError(t, os.Remove(filepath.Join(dir, cluster.FileName))) },
+			want:  []string{"no cluster.json in", "augustus init --dir"},
+		},
+		"malformed cluster file": {
+			setup: func(t *testing.T, dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, cluster.FileName), []byte("{\n  \"f\": one\n}"), 0o644))
+			},
+			want: []string{"line 2"},
+		},
+		"unknown id": {
+			args: []string{"--id", "g9r9"},
+			want: []string{`--id "g9r9": no such replica`, "g0r0, g0r1, g0r2, g0r3"},
+		},
+		"missing key file": {
+			setup: func(t *testing.T, dir string) { require.NoError(t, os.Remove(cluster.KeyPath(dir, "g0r1"))) },
+			want:  []string{"no key file for replica g0r1", "g0r1.key does not exist"},
+		},
+		"key of another replica": {
+			setup: func(t *testing.T, dir string) {
+				other, err := os.ReadFile(cluster.KeyPath(dir, "g0r2"))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(cluster.KeyPath(dir, "g0r1"), other, 0o600))
+			},
+			want: []string{"does not match the public key of g0r1"},
+		},
+		"wrong f for n": {
+			setup: func(t *testing.T, dir string) { editClusterFile(t, dir, func(m map[string]any) { m["f"] = 2 }) },
+			want:  []string{"group 0 has 4 replicas; f=2 needs exactly 3f+1 = 7"},
+		},
+		"duplicate address": {
+			setup: func(t *testing.T, dir string) {
+				editClusterFile(t, dir, func(m map[string]any) {
+					replicaField(m, 0, 2)["client_addr"] = replicaField(m, 0, 0)["peer_addr"]
+				})
+			},
+			want: []string{"is also used by", "g0r0"},
+		},
+		"unknown app": {
+			args: []string{"--app", "sql"},
+			want: []string{`--app "sql": want "log" or "noop"`},
+		},
+		"bad log level": {
+			args: []string{"--log-level", "loud"},
+			want: []string{`--log-level "loud"`},
+		},
+		"metrics port busy": {
+			setup: func(t *testing.T, dir string) {
+				c, err := cluster.Load(filepath.Join(dir, cluster.FileName))
+				require.NoError(t, err)
+				lis, err := net.Listen("tcp", c.Groups[0].Replicas[1].MetricsAddr)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = lis.Close() })
+			},
+			want: []string{"listen for metrics on"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := newTestCluster(t)
+			if tc.setup != nil {
+				tc.setup(t, dir)
+			}
+			args := append([]string{"replica", "--dir", dir, "--id", "g0r1"}, tc.args...)
+			code, _, stderr := runMain(t, args...)
+			require.Equal(t, 1, code, "stderr: %s", stderr)
+			for _, want := range tc.want {
+				require.Contains(t, stderr, want)
+			}
+			_, err := os.Stat(filepath.Join(dir, "data", "g0r1"))
+			require.True(t, os.IsNotExist(err), "a replica that fails its checks creates no store")
+		})
+	}
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Metric names the tooling reads from replicas.
+const (
+	metricCPU          = "process_cpu_seconds_total"
+	metricView         = "augustus_bft_view"
+	metricViewChanging = "augustus_bft_view_changing"
+	metricExecuted     = "augustus_bft_last_executed_seq"
+	metricStable       = "augustus_bft_stable_checkpoint_seq"
+)
+
+// metrics is one scrape of a /metrics endpoint.
+type metrics map[string]*dto.MetricFamily
+
+// scrapeClient is shared by every scrape; each request is bounded by its
+// context.
+var scrapeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// scrape fetches and parses http://addr/metrics (text format).
+func scrape(ctx context.Context, addr string) (metrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", addr, err)
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := scrapeClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		return nil, fmt.Errorf("scrape %s: HTTP %s", addr, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", addr, err)
+	}
+	return metrics(fams), nil
+}
+
+// value returns the value of the counter, gauge or untyped sample name whose
+// labels include the given pairs (label, value, label, value, ...).
+func (m metrics) value(name string, labels ...string) (float64, bool) {
+	fam, ok := m[name]
+	if !ok {
+		return 0, false
+	}
+next:
+	for _, s := range fam.GetMetric() {
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, lp := range s.GetLabel() {
+				if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+					found = true
+					break
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case s.Counter != nil:
+			return s.Counter.GetValue(), true
+		case s.Gauge != nil:
+			return s.Gauge.GetValue(), true
+		case s.Untyped != nil:
+			return s.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
