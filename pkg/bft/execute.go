@@ -188,6 +188,11 @@ func (n *Node) StateInstalled(seq SeqNum, clients []*bftpb.ClientRecord) error {
 		}
 	}
 	n.reqs.inflight = make(map[reqKey]SeqNum)
+	// V1: the installed state may have executed what this backup waited for.
+	n.reqTimer.stop()
+	if n.reqs.len() > 0 && !n.viewChanging && !n.IsPrimary() {
+		n.reqTimer.start(n.now, n.backoff(n.cfg.RequestTimeout))
+	}
 	n.stats.StateTransfers++
 	if n.nextSeq <= seq {
 		n.nextSeq = seq + 1

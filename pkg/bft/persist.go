@@ -136,6 +136,13 @@ func (n *Node) restore(r *Restored) error {
 		if plan := computeNewView(n.vc.newView.ViewChanges, n.null); n.nextSeq <= plan.maxS {
 			n.nextSeq = plan.maxS + 1
 		}
+		// PRE-PREPAREs of O above the high watermark wait for it to move,
+		// as they did before the restart (V5).
+		for _, pp := range n.vc.newView.PrePrepares {
+			if SeqNum(pp.Seq) > n.highWatermark() {
+				n.vc.deferred = append(n.vc.deferred, pp)
+			}
+		}
 	}
 	if n.lastExecuted < n.h {
 		n.transfer = nil

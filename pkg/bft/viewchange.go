@@ -296,10 +296,14 @@ func (n *Node) installNewViewPrePrepare(pp *bftpb.PrePrepare) {
 	sl := n.slotFor(s)
 	ph := sl.phase(v, n.cfg.N)
 	if ph.pp != nil {
-		if ph.digest != d {
-			n.stats.Dropped[dropConflict]++
+		if ph.digest == d {
+			return
 		}
-		return
+		// A PRE-PREPARE of this view buffered before the NEW-VIEW (it could
+		// not be acted on) conflicts with O: O decides (V5). Nothing was
+		// sent for the buffered one, since the view was not active.
+		n.stats.Equivocations++
+		n.stats.Dropped[dropConflict]++
 	}
 	ph.pp, ph.digest = pp, d
 	rec := pp

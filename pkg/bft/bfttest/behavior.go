@@ -351,8 +351,42 @@ func (SeqAbuse) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message 
 	return []*bftpb.Message{c}
 }
 
+// EarlyPrePrepare, as the primary of a new view, sends each backup a
+// PRE-PREPARE of the new view for every seq of O — with another batch —
+// ahead of the NEW-VIEW itself, hoping a backup keeps it instead of O's.
+type EarlyPrePrepare struct{ base }
+
+func (EarlyPrePrepare) Name() string { return "early-pre-prepare" }
+func (EarlyPrePrepare) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+	nv := m.GetNewView()
+	if nv == nil {
+		return []*bftpb.Message{m}
+	}
+	var out []*bftpb.Message
+	for _, o := range nv.PrePrepares {
+		batch := &bftpb.Batch{}
+		if len(r.sim.issuedList) > 0 {
+			// A real, validly signed request, so the batch is valid.
+			batch.Requests = append(batch.Requests, r.sim.issuedList[r.sim.rng.IntN(len(r.sim.issuedList))])
+		}
+		d := r.sim.dom.BatchDigest(batch)
+		if string(d[:]) == string(o.Digest) {
+			continue
+		}
+		pp := &bftpb.PrePrepare{View: o.View, Seq: o.Seq, Digest: d[:], Replica: uint32(r.id), Batch: batch}
+		pp.Signature = r.cfg.Signer.Sign(r.sim.dom.PrePrepareBytes(pp))
+		// And its own COMMIT for that batch, so that the backups it fools
+		// need only each other to commit it.
+		cm := &bftpb.Commit{View: o.View, Seq: o.Seq, Digest: d[:], Replica: uint32(r.id)}
+		cm.Signature = r.cfg.Signer.Sign(r.sim.dom.CommitBytes(cm))
+		out = append(out, &bftpb.Message{From: uint32(r.id), Body: &bftpb.Message_PrePrepare{PrePrepare: pp}},
+			&bftpb.Message{From: uint32(r.id), Body: &bftpb.Message_Commit{Commit: cm}})
+	}
+	return append(out, m)
+}
+
 // AllBehaviors lists every Byzantine behaviour the simulator mixes.
 func AllBehaviors() []Behavior {
 	return []Behavior{Silent{}, CrashRecover{}, Equivocate{}, WrongDigest{}, CorruptSignatures{}, Forge{},
-		Replay{}, BogusViewChange{}, BogusNewView{}, BogusCheckpoint{}, LyingReplies{}, SeqAbuse{}}
+		Replay{}, BogusViewChange{}, BogusNewView{}, BogusCheckpoint{}, LyingReplies{}, SeqAbuse{}, EarlyPrePrepare{}}
 }

@@ -68,6 +68,9 @@ func (c *client) issue() {
 		req.Low = c.low()
 		req.Signature = c.signer.Sign(c.sim.dom.RequestBytes(req))
 		c.sim.issue(reqKey{c.id, ts}, req.Payload)
+		if len(c.sim.issuedList) < 256 {
+			c.sim.issuedList = append(c.sim.issuedList, req)
+		}
 		if c.byzantine {
 			c.misbehave(call)
 		}

@@ -45,7 +45,18 @@ func RandomOptions(seed uint64) Options {
 			if len(opts.Faulty) == 0 && rng.IntN(2) == 0 {
 				id = 0 // the primary of view 0
 			}
-			opts.Faulty[id] = behaviors[rng.IntN(len(behaviors))]
+			b := behaviors[rng.IntN(len(behaviors))]
+			switch b.(type) {
+			case EarlyPrePrepare, BogusNewView:
+				// They act as the primary of a new view: usually be it.
+				if rng.IntN(4) != 0 {
+					id = 1
+				}
+			}
+			if opts.Faulty[id] != nil {
+				continue
+			}
+			opts.Faulty[id] = b
 		}
 	}
 	return opts

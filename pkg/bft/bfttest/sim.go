@@ -85,6 +85,7 @@ type Sim struct {
 
 	// Checker state.
 	issued     map[reqKey][][]byte
+	issuedList []*bftpb.Request // signed requests, for Byzantine replicas to reuse
 	agreed     map[bft.SeqNum]bft.Digest
 	cpDigests  map[bft.SeqNum][]byte
 	results    map[reqKey][]byte

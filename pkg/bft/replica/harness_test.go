@@ -22,7 +22,7 @@ import (
 // testGroup is one group of in-process replicas on loopback: real TLS,
 // gRPC, pebble; short timeouts.
 type testGroup struct {
-	t         *testing.T
+	t         testing.TB
 	dir       string
 	cluster   *cluster.Cluster
 	keys      []ed25519.PrivateKey
@@ -43,7 +43,16 @@ func newTestGroup(t *testing.T, f int, configure func(*bft.Config)) *testGroup {
 	return newTestGroupWith(t, f, configure, nil)
 }
 
-func newTestGroupWith(t *testing.T, f int, configure func(*bft.Config), app func() Application) *testGroup {
+// newTestGroupB is a group with production timeouts, for benchmarks.
+func newTestGroupB(b *testing.B) *testGroup {
+	return newTestGroupWith(b, 1, func(c *bft.Config) {
+		d := bft.DefaultConfig(c.ID, c.F)
+		c.CheckpointInterval, c.LogWindow = d.CheckpointInterval, d.LogWindow
+		c.RequestTimeout, c.ViewChangeTimeout, c.StatusInterval = d.RequestTimeout, d.ViewChangeTimeout, d.StatusInterval
+	}, nil)
+}
+
+func newTestGroupWith(t testing.TB, f int, configure func(*bft.Config), app func() Application) *testGroup {
 	t.Helper()
 	dir := t.TempDir()
 	c, err := cluster.Generate(cluster.GenerateOptions{Dir: dir, ClusterID: "test", Groups: 1, F: f, BasePort: 20000, Clients: 2})
@@ -72,7 +81,7 @@ func newTestGroupWith(t *testing.T, f int, configure func(*bft.Config), app func
 	return g
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
