@@ -10,16 +10,20 @@ FUZZTIME  ?= 10s
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 
-.PHONY: help build test lint proto bench demo clean sim fuzz
+.PHONY: help build test e2e lint proto bench demo clean sim fuzz
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## static binary bin/augustus (CGO_ENABLED=0)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/augustus
 
-test: lint ## the full default suite (what CI runs)
-	$(GO) test -count=1 -timeout 25m ./...
+test: lint ## the default suite (what CI runs): every package, and the short form of the process tests
+	$(GO) test -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/e2e$$')
+	$(GO) test -count=1 -timeout 10m -short ./test/e2e/
+
+e2e: ## every process-level test: real replica processes, kill -9, restarts, state transfer, bad keys
+	$(GO) test -count=1 -timeout 20m -v ./test/e2e/
 
 lint: ## gofmt check and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -45,8 +49,8 @@ fuzz: ## fuzz the network decoders for FUZZTIME each
 	@for t in $$($(GO) test -list '^Fuzz' ./pkg/bft/ | grep '^Fuzz'); do \
 	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./pkg/bft/ || exit 1; done
 
-demo: ## run a local cluster on the embedded default
-	@echo "make demo: not available yet — it needs the replica runtime (issue 4) and the SQL shell (issue 6)." >&2; exit 1
+demo: build ## a local group of 4 replicas in ./augustus-demo and a console on it (kill and restart replicas)
+	$(BIN) demo
 
 clean: ## remove build output
 	rm -rf bin
