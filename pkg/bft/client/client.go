@@ -15,6 +15,7 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
 	"github.com/augustus-db/augustus/pkg/bft/envelope"
+	"github.com/augustus-db/augustus/pkg/bft/transport"
 )
 
 // Errors returned by Invoke.
@@ -53,10 +54,13 @@ type Config struct {
 	// and 1 MiB).
 	MaxEnvelopeCalls int
 	MaxEnvelopeBytes int
-	// Dial opens replica connections (default: TLS through pkg/bft/transport).
+	// Dial opens replica connections (default: TransportDialer, with Logger
+	// and TransportMetrics).
 	Dial    Dialer
 	Logger  *slog.Logger
 	Metrics *Metrics
+	// TransportMetrics receives the connections' metrics (default: none).
+	TransportMetrics *transport.Metrics
 	// Now is the clock (tests); it also seeds the first timestamp.
 	Now func() time.Time
 }
@@ -135,7 +139,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = TransportDialer()
+		cfg.Dial = TransportDialer(bft.ClientID(cfg.Key.Public().(ed25519.PublicKey)), cfg.TransportMetrics, cfg.Logger)
 	}
 	signer, err := auth.NewSigner(cfg.Key)
 	if err != nil {
@@ -164,10 +168,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			c.closeConns()
 			return nil, fmt.Errorf("client: dial %s: %w", rep.Name, err)
 		}
-		// Bind the stream to this client id so the replica can route its
-		// replies even before this client sends it a request (backups get
-		// requests from the primary, not from the client).
-		conn.Send(&bftpb.Request{Client: []byte(c.id)})
+		// Bind the stream to this client id at once, so the replica can route
+		// replies before the client sends it a request (backups get requests
+		// from the primary). TransportDialer also re-binds after reconnects;
+		// this covers any Dialer.
+		conn.Send(transport.BindRequest([]byte(c.id)))
 		c.conns = append(c.conns, conn)
 	}
 	for _, conn := range c.conns {

@@ -32,9 +32,6 @@ func (h handler) OnMessage(ctx context.Context, _ uint32, m *bftpb.Message) {
 }
 
 func (h handler) OnRequest(ctx context.Context, req *bftpb.Request, _ *transport.ClientConn) {
-	if req.Timestamp == 0 && len(req.Signature) == 0 && len(req.Payload) == 0 {
-		return // a bind-only hello: the stream now carries this client's replies
-	}
 	if err := h.r.checker.Request(req); err != nil {
 		h.r.metrics.Rejected.WithLabelValues("request").Inc()
 		h.r.log.Debug("request rejected", "err", err)

@@ -35,8 +35,9 @@ type Replica struct {
 	metrics *Metrics
 	app     Application
 
-	peers  *transport.Peers
-	server *transport.Server
+	peers            *transport.Peers
+	server           *transport.Server
+	transportMetrics *transport.Metrics
 
 	inbox        chan input
 	transferDone chan transferResult
@@ -98,18 +99,19 @@ func New(cfg Config) (*Replica, error) {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	r := &Replica{
-		cfg:          cfg,
-		log:          cfg.Logger.With("replica", cfg.Name),
-		group:        gid,
-		id:           rid,
-		n:            core.N,
-		app:          cfg.App,
-		metrics:      NewMetrics(cfg.Registerer),
-		peerKey:      peerKeys,
-		inbox:        make(chan input, 4096),
-		transferDone: make(chan transferResult, 1),
-		arrivals:     make(map[arrivalKey]time.Time),
-		ready:        make(chan struct{}),
+		cfg:              cfg,
+		log:              cfg.Logger.With("replica", cfg.Name),
+		group:            gid,
+		id:               rid,
+		n:                core.N,
+		app:              cfg.App,
+		metrics:          NewMetrics(cfg.Registerer),
+		transportMetrics: transport.NewMetrics(cfg.Registerer),
+		peerKey:          peerKeys,
+		inbox:            make(chan input, 4096),
+		transferDone:     make(chan transferResult, 1),
+		arrivals:         make(map[arrivalKey]time.Time),
+		ready:            make(chan struct{}),
 	}
 	r.snaps.m = make(map[bft.SeqNum]*snapshotRef)
 	r.checker, err = bft.NewChecker(bft.CheckerConfigFrom(core, verifier, r.validatePayload))
@@ -260,7 +262,7 @@ func (r *Replica) startNetwork(ctx context.Context) error {
 		Self: uint32(r.id), Addrs: addrs, PeerIdentity: identify,
 		TLS:         clientTLS,
 		Interceptor: r.cfg.Interceptor, Logger: r.log,
-		Metrics: transport.NewMetrics(nil),
+		Metrics: r.transportMetrics,
 	})
 	if err != nil {
 		return fmt.Errorf("replica: peers: %w", err)
@@ -268,7 +270,7 @@ func (r *Replica) startNetwork(ctx context.Context) error {
 	r.server, err = transport.NewServer(transport.ServerConfig{
 		TLS:          serverTLS,
 		PeerIdentity: identify, Handler: handler{r}, Logger: r.log,
-		Metrics: transport.NewMetrics(nil),
+		Metrics: r.transportMetrics,
 	})
 	if err != nil {
 		return fmt.Errorf("replica: server: %w", err)

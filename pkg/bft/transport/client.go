@@ -28,6 +28,7 @@ type clientOptions struct {
 	dialTimeout           time.Duration
 	metrics               *Metrics
 	logger                *slog.Logger
+	clientID              []byte
 }
 
 // WithClientQueue bounds the requests waiting to be sent (defaults
@@ -59,6 +60,24 @@ func WithClientMetrics(m *Metrics) ClientOption { return func(o *clientOptions) 
 // WithClientLogger sets the logger (default slog.Default()).
 func WithClientLogger(l *slog.Logger) ClientOption { return func(o *clientOptions) { o.logger = l } }
 
+// WithClientID binds every stream the client opens to client id at once,
+// by sending a bind-only request (IsBind) first, so the replica can push
+// replies to it before the client sends that replica a request of its own —
+// after every reconnect, too. A group client sends its requests to the
+// primary only but hears replies from every replica.
+func WithClientID(id []byte) ClientOption {
+	return func(o *clientOptions) { o.clientID = append([]byte(nil), id...) }
+}
+
+// BindRequest is the bind-only request of WithClientID.
+func BindRequest(id []byte) *bftpb.Request { return &bftpb.Request{Client: id} }
+
+// IsBind reports whether r only binds a stream to its client id: no
+// timestamp, payload or signature. Servers bind and do not pass it on.
+func IsBind(r *bftpb.Request) bool {
+	return r.GetTimestamp() == 0 && len(r.GetPayload()) == 0 && len(r.GetSignature()) == 0 && len(r.GetClient()) > 0
+}
+
 // Client is a client's stream to one replica (for clients that are not
 // replicas: the group client opens one per replica). It reconnects on
 // failure; requests queued while disconnected are sent after reconnecting,
@@ -75,6 +94,7 @@ type Client struct {
 	metrics *Metrics
 	log     *slog.Logger
 	up      atomic.Bool
+	bind    *Encoded // sent first on every stream (WithClientID)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -115,6 +135,12 @@ func DialClient(ctx context.Context, addr string, tlsConfig *tls.Config, opts ..
 		metrics: o.metrics,
 		log:     o.logger.With("component", "transport-client", "addr", addr),
 		done:    make(chan struct{}),
+	}
+	if o.clientID != nil {
+		if c.bind, err = encodeRequest(BindRequest(o.clientID)); err != nil {
+			_ = cc.Close()
+			return nil, fmt.Errorf("transport: bind request: %w", err)
+		}
 	}
 	ctx, c.cancel = context.WithCancel(ctx)
 	go c.run(ctx)
@@ -201,6 +227,11 @@ func (c *Client) session(ctx context.Context) (up bool, err error) {
 	stream, err := c.open(sctx, cancel)
 	if err != nil {
 		return false, err
+	}
+	if c.bind != nil {
+		if err := stream.SendMsg(c.bind); err != nil {
+			return false, err
+		}
 	}
 	c.up.Store(true)
 	defer c.up.Store(false)

@@ -230,3 +230,27 @@ func TestFetchStateReportsTheServersError(t *testing.T) {
 	require.Equal(t, codes.NotFound, status.Code(err))
 	require.Error(t, c.nodes[0].peers.FetchState(context.Background(), 5, &transportpb.StateRequest{}, nil))
 }
+
+// A client dialed with WithClientID hears replies addressed to it on a
+// stream it never sent a request on, and again after the stream is remade;
+// the bind request never reaches the handler.
+func TestClientWithIDReceivesRepliesWithoutSendingRequests(t *testing.T) {
+	c := newCluster(t, 1)
+	nd := c.nodes[0]
+	id := []byte("bound-by-hello")
+	cl := dialTestClient(t, c, nd, WithClientID(id))
+	waitFor(t, "the bind", func() bool { return nd.srv.SendReply(&bftpb.Reply{Client: id, Timestamp: 7}) > 0 })
+	require.Equal(t, uint64(7), recvReply(t, cl).Timestamp)
+	c.stopServer(nd)
+	waitFor(t, "the client to notice", func() bool { return !cl.Connected() })
+	lis := listenOn(t, nd.addr)
+	nd.rec = &recorder{}
+	c.startServer(t, nd, lis)
+	waitFor(t, "the bind after reconnecting", func() bool { return nd.srv.SendReply(&bftpb.Reply{Client: id, Timestamp: 8}) > 0 })
+	for {
+		if r := recvReply(t, cl); r.Timestamp == 8 {
+			break
+		}
+	}
+	require.Zero(t, nd.rec.requests())
+}

@@ -332,6 +332,9 @@ func (v *service) Client(stream transportpb.Transport_ClientServer) error {
 			return status.Error(codes.InvalidArgument, "transport: a client stream carries one client id")
 		}
 		v.s.metrics.received(KindClientRequest, n)
+		if IsBind(r) {
+			continue // bound above; nothing for the owner
+		}
 		v.s.h.OnRequest(ctx, r, c)
 	}
 }
