@@ -167,7 +167,7 @@ func TestC3_ClientRejectsLiesAndForgedReplies(t *testing.T) {
 	waitUntil(t, "the request", func() bool { return len(r.conns[0].requests()) == 1 })
 	req := r.conns[0].requests()[0]
 	r.reply(3, req, bftpb.ReplyStatus_REPLY_STATUS_OK, results("lie"), true) // the faulty replica
-	for i := 0; i < 3; i++ {                                                     // forged as the others
+	for i := 0; i < 3; i++ {                                                 // forged as the others
 		r.reply(i, req, bftpb.ReplyStatus_REPLY_STATUS_OK, results("lie"), false)
 	}
 	select {
