@@ -18,9 +18,10 @@ help: ## list the targets
 build: ## static binary bin/augustus (CGO_ENABLED=0)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/augustus
 
-test: lint ## the default suite (what CI runs): every package, and the short form of the process tests
+test: lint ## the default suite (what CI runs): every package, the short form of the process tests, 3 s of each fuzzer
 	$(GO) test -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/e2e$$')
 	$(GO) test -count=1 -timeout 10m -short ./test/e2e/
+	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 e2e: ## every process-level test: real replica processes, kill -9, restarts, state transfer, bad keys
 	$(GO) test -count=1 -timeout 20m -v ./test/e2e/
@@ -45,9 +46,12 @@ sim: ## run SEEDS simulation seeds of the PBFT core (make sim SEEDS=100000 [FIRS
 	@set -o pipefail; $(GO) test -count=1 -timeout 0 -v -run '^TestSimulationSeeds$$' ./pkg/bft/bfttest/ \
 	  -args -seeds=$(SEEDS) -first-seed=$(FIRST_SEED) -v-sim 2>&1 | grep -v -E '^(=== RUN|--- PASS|PASS)'
 
-fuzz: ## fuzz the network decoders for FUZZTIME each
-	@for t in $$($(GO) test -list '^Fuzz' ./pkg/bft/ | grep '^Fuzz'); do \
-	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./pkg/bft/ || exit 1; done
+fuzz: ## fuzz every decoder of network bytes for FUZZTIME each (make fuzz FUZZTIME=1m)
+	@for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' pkg | xargs -n1 dirname | sort -u); do \
+	  for t in $$($(GO) test -list '^Fuzz' ./$$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$pkg >/dev/null || { echo "FAIL: $$pkg $$t"; exit 1; }; \
+	  done; done
 
 demo: build ## a local group of 4 replicas in ./augustus-demo and a console on it (kill and restart replicas)
 	$(BIN) demo
