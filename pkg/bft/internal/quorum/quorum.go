@@ -1,6 +1,3 @@
-// Package quorum holds the quorum arithmetic of PBFT: n = 3f+1 replicas,
-// quorums of 2f+1, weak quorums of f+1, and a small helper that counts
-// distinct replicas.
 package quorum
 
 import "fmt"
