@@ -136,6 +136,17 @@ func New(cfg Config) (*Replica, error) {
 		_ = r.engine.Close()
 		return nil, fmt.Errorf("replica: restore %s: %w", cfg.Name, err)
 	}
+	// Snapshots serve state transfer and live in memory. After a restart the
+	// replica can serve its stable checkpoint only if its state is exactly
+	// that checkpoint's; otherwise it serves from the next checkpoint on.
+	if h := r.node.LowWatermark(); h > 0 && restored.LastExecuted == h {
+		snap, err := r.engine.NewSnapshot()
+		if err != nil {
+			_ = r.engine.Close()
+			return nil, fmt.Errorf("replica: snapshot of checkpoint %d: %w", h, err)
+		}
+		r.snaps.add(h, snap)
+	}
 	v, vc := r.node.View()
 	r.log.Info("replica restored", "view", v, "view_changing", vc, "executed", restored.LastExecuted,
 		"stable", r.node.LowWatermark(), "log_records", len(restored.Records))
