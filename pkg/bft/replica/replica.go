@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/augustus-db/augustus/pkg/bft"
@@ -47,6 +48,15 @@ type Replica struct {
 	snaps    snapshots
 	arrivals map[arrivalKey]time.Time
 	wg       sync.WaitGroup
+
+	// The executor goroutine runs committed batches off the protocol loop
+	// (their application work and fsync overlap with the next round).
+	execQ      chan []bft.Execution
+	execDone   chan execResult
+	execMu     sync.Mutex    // held by the executor per job and by a state install
+	jobsQueued uint64        // main loop only
+	jobsDone   atomic.Uint64 // jobs the executor finished
+	jobSignal  chan struct{} // poked after each job (state install waits on it)
 
 	// corruptChunk, if set (tests), tampers with the state this replica
 	// serves, to exercise the requester's fallback to another peer.
@@ -112,6 +122,9 @@ func New(cfg Config) (*Replica, error) {
 		transferDone:     make(chan transferResult, 1),
 		arrivals:         make(map[arrivalKey]time.Time),
 		ready:            make(chan struct{}),
+		execQ:            make(chan []bft.Execution, execQueue),
+		execDone:         make(chan execResult, execQueue+1),
+		jobSignal:        make(chan struct{}, 1),
 	}
 	r.snaps.m = make(map[bft.SeqNum]*snapshotRef)
 	r.checker, err = bft.NewChecker(bft.CheckerConfigFrom(core, verifier, r.validatePayload))
@@ -202,6 +215,11 @@ func (r *Replica) Run(ctx context.Context) (err error) {
 	if err := r.startNetwork(ctx); err != nil {
 		return err
 	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.runExecutor(ctx)
+	}()
 	close(r.ready)
 	ticker := time.NewTicker(r.cfg.TickInterval)
 	defer ticker.Stop()
@@ -229,6 +247,10 @@ func (r *Replica) Run(ctx context.Context) (err error) {
 			r.node.Tick()
 		case res := <-r.transferDone:
 			if err := r.finishTransfer(res); err != nil {
+				return err
+			}
+		case done := <-r.execDone:
+			if err := r.finishExecution(done); err != nil {
 				return err
 			}
 		}
@@ -342,8 +364,11 @@ func (r *Replica) process(ctx context.Context) error {
 			r.sendReply(rep)
 		}
 		if len(rd.Executions) > 0 {
-			if err := r.execute(rd.Executions); err != nil {
-				return err
+			r.jobsQueued++
+			select {
+			case r.execQ <- rd.Executions:
+			case <-ctx.Done():
+				return nil
 			}
 		}
 		if rd.StateTarget != nil {
@@ -374,13 +399,66 @@ func (r *Replica) sendReply(rep *bftpb.Reply) {
 	r.server.SendReply(rep)
 }
 
+// execQueue bounds the runs of batches waiting for the executor.
+const execQueue = 64
+
+// execResult is what the executor reports for one run of batches.
+type execResult struct {
+	exs     []bft.Execution
+	results [][][]byte
+	digests [][]byte // per execution; set at checkpoints
+	err     error
+}
+
+// runExecutor executes runs of committed batches in order until ctx ends.
+func (r *Replica) runExecutor(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case exs := <-r.execQ:
+			r.execMu.Lock()
+			res := r.execute(exs)
+			r.execMu.Unlock()
+			r.jobsDone.Add(1)
+			select {
+			case r.jobSignal <- struct{}{}:
+			default:
+			}
+			// execDone holds more than execQ can, so this never blocks the
+			// executor against a main loop blocked on execQ.
+			r.execDone <- res
+			if res.err != nil {
+				return
+			}
+		}
+	}
+}
+
+// waitForExecutions waits until the executor finished n jobs and returns
+// with execMu held, so nothing executes while the caller changes the state
+// (a state install); the caller unlocks it.
+func (r *Replica) waitForExecutions(ctx context.Context, n uint64) error {
+	for {
+		r.execMu.Lock()
+		if r.jobsDone.Load() >= n {
+			return nil
+		}
+		r.execMu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.jobSignal:
+		}
+	}
+}
+
 // execute runs committed batches (N7, P2): one indexed batch per run of
 // executions, committed with one fsync, split after each checkpoint so
 // that the digest and snapshot are those of the checkpoint's state.
-func (r *Replica) execute(exs []bft.Execution) error {
+func (r *Replica) execute(exs []bft.Execution) (out execResult) {
 	start := time.Now()
-	results := make([][][]byte, len(exs))
-	first := 0
+	out = execResult{exs: exs, results: make([][][]byte, len(exs)), digests: make([][]byte, len(exs))}
 	var b *storage.Batch
 	defer func() {
 		if b != nil {
@@ -394,43 +472,49 @@ func (r *Replica) execute(exs []bft.Execution) error {
 		}
 		res, err := r.apply(ex, b)
 		if err != nil {
-			return err
+			out.err = err
+			return out
 		}
-		results[i] = res
+		out.results[i] = res
 		r.metrics.BatchSize.Observe(float64(len(ex.Batch.GetRequests())))
 		if !ex.Checkpoint && i != len(exs)-1 {
 			continue
 		}
 		if err := r.engine.Commit(b, true); err != nil {
-			return fmt.Errorf("replica: commit executed batches: %w", err)
+			out.err = fmt.Errorf("replica: commit executed batches: %w", err)
+			return out
 		}
 		_ = b.Close()
 		b = nil
-		var digest []byte
 		if ex.Checkpoint {
 			sum, err := r.engine.Sum()
 			if err != nil {
-				return fmt.Errorf("replica: state digest: %w", err)
+				out.err = fmt.Errorf("replica: state digest: %w", err)
+				return out
 			}
-			digest = sum[:]
+			out.digests[i] = sum[:]
 			snap, err := r.engine.NewSnapshot()
 			if err != nil {
-				return fmt.Errorf("replica: checkpoint snapshot: %w", err)
+				out.err = fmt.Errorf("replica: checkpoint snapshot: %w", err)
+				return out
 			}
 			r.snaps.add(ex.Seq, snap)
 		}
-		for j := first; j <= i; j++ {
-			var d []byte
-			if j == i {
-				d = digest
-			}
-			if err := r.node.Executed(exs[j].Seq, results[j], d); err != nil {
-				return err
-			}
-		}
-		first = i + 1
 	}
 	r.metrics.ExecuteLatency.Observe(time.Since(start).Seconds())
+	return out
+}
+
+// finishExecution reports a run of executed batches to the node.
+func (r *Replica) finishExecution(done execResult) error {
+	if done.err != nil {
+		return done.err
+	}
+	for i := range done.exs {
+		if err := r.node.Executed(done.exs[i].Seq, done.results[i], done.digests[i]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -90,10 +90,11 @@ func (r *Replica) startTransfer(ctx context.Context, t *bft.StateTarget) {
 	tctx, cancel := context.WithCancel(ctx)
 	r.transfer, r.cancelXfer = t, cancel
 	r.log.Info("state transfer", "seq", t.Seq, "executed", r.node.LastExecuted())
+	jobs := r.jobsQueued // the install waits for these to finish
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		err := r.fetchState(tctx, t)
+		err := r.fetchState(tctx, t, jobs)
 		select {
 		case r.transferDone <- transferResult{target: t, err: err}:
 		case <-tctx.Done():
@@ -105,12 +106,12 @@ func (r *Replica) startTransfer(ctx context.Context, t *bft.StateTarget) {
 // one streams state whose digest matches the certificate; a peer that sends
 // bad chunks, another digest or nothing is skipped. Rounds repeat with a
 // back-off until ctx ends.
-func (r *Replica) fetchState(ctx context.Context, t *bft.StateTarget) error {
+func (r *Replica) fetchState(ctx context.Context, t *bft.StateTarget, jobs uint64) error {
 	wait := 100 * time.Millisecond
 	for round := 0; ; round++ {
 		for k := 1; k < r.n; k++ {
 			peer := uint32((int(r.id) + k + round) % r.n)
-			err := r.installFrom(ctx, peer, t)
+			err := r.installFrom(ctx, peer, t, jobs)
 			if err == nil {
 				r.metrics.stateTransfersOK.Inc()
 				return nil
@@ -135,7 +136,7 @@ func (r *Replica) fetchState(ctx context.Context, t *bft.StateTarget) error {
 // installFrom streams the checkpoint from one peer into the store. The
 // store checks the digest before anything becomes visible, so a bad
 // stream leaves the old state in place.
-func (r *Replica) installFrom(ctx context.Context, peer uint32, t *bft.StateTarget) error {
+func (r *Replica) installFrom(ctx context.Context, peer uint32, t *bft.StateTarget, jobs uint64) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	chunks := make(chan storage.Chunk, 4)
@@ -166,7 +167,16 @@ func (r *Replica) installFrom(ctx context.Context, peer uint32, t *bft.StateTarg
 		}
 		return storage.Chunk{}, io.EOF
 	}
+	// Batches handed to the executor before the transfer began must not
+	// write over the installed state: wait for them, and hold the executor.
+	if err := r.waitForExecutions(sctx, jobs); err != nil {
+		cancel()
+		for range chunks {
+		}
+		return err
+	}
 	err := r.engine.InstallCheckpoint(sctx, next, t.Digest)
+	r.execMu.Unlock()
 	cancel()
 	for range chunks {
 	}
