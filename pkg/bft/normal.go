@@ -231,18 +231,10 @@ func (n *Node) onNewBody(sl *slot, d Digest, b *bftpb.Batch) {
 
 // onPrepare handles a PREPARE (N4).
 func (n *Node) onPrepare(p *bftpb.Prepare) {
-	v, s := View(p.View), SeqNum(p.Seq)
-	active, keep := n.viewState(v)
-	if !keep {
-		n.stats.Dropped[dropWrongView]++
+	sl, ph, active := n.admitVote(View(p.View), SeqNum(p.Seq))
+	if ph == nil {
 		return
 	}
-	if !n.inWindow(s) {
-		n.stats.Dropped[dropWatermark]++
-		return
-	}
-	sl := n.slotFor(s)
-	ph := sl.phase(v, n.cfg.N)
 	if ph.prepares[p.Replica] != nil {
 		n.stats.Dropped[dropDuplicate]++
 		return
@@ -252,6 +244,24 @@ func (n *Node) onPrepare(p *bftpb.Prepare) {
 	if active {
 		n.checkPrepared(sl, ph)
 	}
+}
+
+// admitVote applies the stateful checks shared by PREPARE and COMMIT: the
+// view is current or buffered (N4) and the seq within the watermarks. It
+// returns the slot and phase to record the vote in (nil phase: drop it) and
+// whether the view is active.
+func (n *Node) admitVote(v View, s SeqNum) (*slot, *phase, bool) {
+	active, keep := n.viewState(v)
+	if !keep {
+		n.stats.Dropped[dropWrongView]++
+		return nil, nil, false
+	}
+	if !n.inWindow(s) {
+		n.stats.Dropped[dropWatermark]++
+		return nil, nil, false
+	}
+	sl := n.slotFor(s)
+	return sl, sl.phase(v, n.cfg.N), active
 }
 
 // checkPrepared is N4 and N5: with the PRE-PREPARE, its body and 2f
@@ -288,18 +298,10 @@ func (n *Node) checkPrepared(sl *slot, ph *phase) {
 
 // onCommit handles a COMMIT (N6).
 func (n *Node) onCommit(c *bftpb.Commit) {
-	v, s := View(c.View), SeqNum(c.Seq)
-	active, keep := n.viewState(v)
-	if !keep {
-		n.stats.Dropped[dropWrongView]++
+	sl, ph, active := n.admitVote(View(c.View), SeqNum(c.Seq))
+	if ph == nil {
 		return
 	}
-	if !n.inWindow(s) {
-		n.stats.Dropped[dropWatermark]++
-		return
-	}
-	sl := n.slotFor(s)
-	ph := sl.phase(v, n.cfg.N)
 	if ph.commits[c.Replica] != nil {
 		n.stats.Dropped[dropDuplicate]++
 		return

@@ -144,33 +144,7 @@ func (q *queued) TypeName() string {
 	case kindReply:
 		return "reply"
 	}
-	switch q.msg.Body.(type) {
-	case *bftpb.Message_Request:
-		return "forward"
-	case *bftpb.Message_PrePrepare:
-		return "pre-prepare"
-	case *bftpb.Message_Prepare:
-		return "prepare"
-	case *bftpb.Message_Commit:
-		return "commit"
-	case *bftpb.Message_Checkpoint:
-		return "checkpoint"
-	case *bftpb.Message_ViewChange:
-		return "view-change"
-	case *bftpb.Message_NewView:
-		return "new-view"
-	case *bftpb.Message_Status:
-		return "status"
-	case *bftpb.Message_Fetch:
-		return "fetch"
-	case *bftpb.Message_CommittedBatch:
-		return "committed-batch"
-	case *bftpb.Message_BatchBody:
-		return "batch-body"
-	case *bftpb.Message_CheckpointCert:
-		return "checkpoint-cert"
-	}
-	return "unknown"
+	return bftpb.KindName(q.msg)
 }
 
 func (q *queued) viewSeq() (view, seq uint64, ok bool) {

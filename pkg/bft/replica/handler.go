@@ -21,8 +21,8 @@ type handler struct{ r *Replica }
 
 func (h handler) OnMessage(ctx context.Context, _ uint32, m *bftpb.Message) {
 	if err := h.r.checker.Message(m); err != nil {
-		h.r.metrics.Rejected.WithLabelValues(kindOf(m)).Inc()
-		h.r.log.Debug("message rejected", "from", m.From, "kind", kindOf(m), "err", err)
+		h.r.metrics.Rejected.WithLabelValues(bftpb.KindName(m)).Inc()
+		h.r.log.Debug("message rejected", "from", m.From, "kind", bftpb.KindName(m), "err", err)
 		return
 	}
 	select {
@@ -66,34 +66,4 @@ func (h handler) OnFetchState(ctx context.Context, from uint32, req *transportpb
 		}
 		return send(sc)
 	})
-}
-
-func kindOf(m *bftpb.Message) string {
-	switch m.GetBody().(type) {
-	case *bftpb.Message_Request:
-		return "request"
-	case *bftpb.Message_PrePrepare:
-		return "pre_prepare"
-	case *bftpb.Message_Prepare:
-		return "prepare"
-	case *bftpb.Message_Commit:
-		return "commit"
-	case *bftpb.Message_Checkpoint:
-		return "checkpoint"
-	case *bftpb.Message_ViewChange:
-		return "view_change"
-	case *bftpb.Message_NewView:
-		return "new_view"
-	case *bftpb.Message_Status:
-		return "status"
-	case *bftpb.Message_Fetch:
-		return "fetch"
-	case *bftpb.Message_CommittedBatch:
-		return "committed_batch"
-	case *bftpb.Message_BatchBody:
-		return "batch_body"
-	case *bftpb.Message_CheckpointCert:
-		return "checkpoint_cert"
-	}
-	return "unknown"
 }
