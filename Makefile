@@ -33,7 +33,8 @@ lint: ## gofmt check and go vet
 
 proto: ## regenerate protobuf/gRPC code (needs protoc; generated code is committed)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
-	GOFLAGS= $(GO) install $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
+	GOFLAGS= $(GO) install $(PROTOC_GEN_GO)
+	GOFLAGS= $(GO) install $(PROTOC_GEN_GO_GRPC)
 	PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc -I proto \
 	  --go_out=. --go_opt=module=github.com/augustus-db/augustus \
 	  --go-grpc_out=. --go-grpc_opt=module=github.com/augustus-db/augustus \
