@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -89,9 +90,12 @@ func newCluster(t *testing.T, o clusterOptions) *testCluster {
 }
 
 // freeAddrs returns n distinct loopback addresses that were free a moment
-// ago: all are held open together, then released.
+// ago. The ports come from below the kernel's ephemeral range: a port taken
+// from ":0" can be handed to some outgoing connection as its source port
+// while its replica is down, and the restarted replica could not bind it.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
+	low, high := portRange()
 	var lis []net.Listener
 	defer func() {
 		for _, l := range lis {
@@ -99,15 +103,31 @@ func freeAddrs(t *testing.T, n int) []string {
 		}
 	}()
 	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(addrs) < n; tries++ {
+		if tries > 100*n {
+			t.Fatalf("found only %d free ports in %d..%d", len(addrs), low, high)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", low+rand.IntN(high-low)))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		lis = append(lis, l)
 		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs
+}
+
+// portRange is where test ports come from: from 10000 up to the start of
+// the ephemeral range (net.ipv4.ip_local_port_range).
+func portRange() (low, high int) {
+	low, high = 10000, 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var lo, hi int
+		if _, err := fmt.Sscan(string(data), &lo, &hi); err == nil && lo > low+1000 {
+			high = lo
+		}
+	}
+	return low, high
 }
 
 func (tc *testCluster) replica(name string) *cluster.Replica {

@@ -66,11 +66,19 @@ func runMain(t *testing.T, args ...string) (int, string, string) {
 }
 
 // freeBasePort returns a base port such that the n ports from it are free
-// on 127.0.0.1 now.
+// on 127.0.0.1 now. The ports are below the kernel's ephemeral range, so no
+// outgoing connection takes one while a replica that owns it restarts.
 func freeBasePort(t *testing.T, n int) int {
 	t.Helper()
+	low, high := 10000, 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var lo, hi int
+		if _, err := fmt.Sscan(string(data), &lo, &hi); err == nil && lo > low+1000 {
+			high = lo
+		}
+	}
 	for range 200 {
-		base := 20000 + rand.IntN(40000)
+		base := low + rand.IntN(high-low-n)
 		free := true
 		for p := base; p < base+n && free; p++ {
 			lis, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
@@ -84,7 +92,7 @@ func freeBasePort(t *testing.T, n int) int {
 			return base
 		}
 	}
-	t.Fatalf("no run of %d free ports found", n)
+	t.Fatalf("no run of %d free ports found in %d..%d", n, low, high)
 	return 0
 }
 

@@ -146,8 +146,13 @@ func runReplica(ctx context.Context, stderr io.Writer, o replicaOptions) error {
 		if metricsLis, err = net.Listen("tcp", rep.MetricsAddr); err != nil {
 			return fmt.Errorf("replica %s: listen for metrics on %s: %w", o.id, rep.MetricsAddr, err)
 		}
-		defer metricsLis.Close() // if never served
 	}
+	metricsServed := false // set by the announcing goroutine, read after it ended
+	defer func() {
+		if metricsLis != nil && !metricsServed {
+			_ = metricsLis.Close()
+		}
+	}()
 	if o.pprof != "" {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -178,7 +183,7 @@ func runReplica(ctx context.Context, stderr io.Writer, o replicaOptions) error {
 			if metricsLis != nil {
 				mux := http.NewServeMux()
 				mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-				_ = servers.serve(metricsLis, "metrics", mux, log)
+				metricsServed = servers.serve(metricsLis, "metrics", mux, log) == nil
 			}
 			log.Info("replica ready", "peer_addr", r.PeerAddr(), "client_addr", r.ClientAddr(),
 				"metrics_addr", rep.MetricsAddr, "app", o.app, "data", cfg.DataDir, "pid", os.Getpid())
