@@ -69,6 +69,9 @@ func TestE2EPeerWithAnUnknownCertificateIsRefused(t *testing.T) {
 		t.Fatal("a TLS connection with an unknown certificate was accepted")
 	}
 	t.Logf("unknown certificate: %v", tlsErr)
+	waitFor(t, 10*time.Second, "the replica to count the failed handshake", func() bool {
+		return tc.metric(tc.names[0], "augustus_transport_handshake_failures_total", "side", "server") >= 1
+	})
 
 	// 2. A peer stream over TLS without a client certificate (as a group
 	// client connects): the replica refuses the stream.
@@ -80,9 +83,12 @@ func TestE2EPeerWithAnUnknownCertificateIsRefused(t *testing.T) {
 	if code != codes.PermissionDenied {
 		t.Fatalf("a peer stream without a replica certificate ended with %v, want PermissionDenied", code)
 	}
-	waitFor(t, 10*time.Second, "the replica to log the rejected peer", func() bool {
-		return tc.logContains(tc.names[0], "rejected peer")
+	waitFor(t, 10*time.Second, "the replica to count the rejected peer", func() bool {
+		return tc.metric(tc.names[0], "augustus_transport_rejected_peers_total", "reason", "unknown_peer") >= 1
 	})
+	if !tc.logContains(tc.names[0], "rejected peer") {
+		t.Errorf("the replica did not log the rejected peer")
+	}
 
 	// The group is unharmed.
 	cl := tc.client("client0")

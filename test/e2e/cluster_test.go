@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,10 +23,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/client"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
-	"github.com/augustus-db/augustus/pkg/bft/transport"
 )
 
 // testCluster is one group of four `augustus replica` processes on
@@ -332,18 +329,9 @@ func (tc *testCluster) clientWithKey(key []byte) *client.Client {
 	tc.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cl, err := client.New(ctx, client.Config{
 		Cluster: tc.c, Group: bft.GroupID(tc.c.Groups[0].ID), Key: key, Timeout: 500 * time.Millisecond,
-		Logger: quiet,
-		// client.TransportDialer logs to slog.Default; keep test output clean.
-		Dial: func(ctx context.Context, r cluster.Replica, pub ed25519.PublicKey) (client.Conn, error) {
-			tlsCfg, err := auth.ClientTLSConfig(nil, auth.AcceptKeys(pub))
-			if err != nil {
-				return nil, err
-			}
-			return transport.DialClient(ctx, r.ClientAddr, tlsCfg, transport.WithClientLogger(quiet))
-		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		tc.t.Fatal(err)

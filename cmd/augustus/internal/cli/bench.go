@@ -185,7 +185,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	cl, err := client.New(startCtx, client.Config{
 		Cluster: c, Group: bft.GroupID(o.group), Key: key, Window: o.window, Metrics: cm,
-		Logger: quiet, Dial: loggingDialer(quiet),
+		Logger: quiet, // also the connections' logger
 	})
 	cancelStart()
 	if err != nil {

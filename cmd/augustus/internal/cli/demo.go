@@ -114,7 +114,7 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	cl, err := client.New(startCtx, client.Config{
 		Cluster: c, Group: bft.GroupID(g.ID), Key: key, Timeout: 500 * time.Millisecond,
-		Logger: quiet, Dial: loggingDialer(quiet),
+		Logger: quiet, // also the connections' logger
 	})
 	cancelStart()
 	if err != nil {
