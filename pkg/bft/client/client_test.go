@@ -57,6 +57,10 @@ type rig struct {
 }
 
 func newRig(t *testing.T, window int, timeout time.Duration) *rig {
+	return newRigInFlight(t, window, 0, timeout)
+}
+
+func newRigInFlight(t *testing.T, window, inFlight int, timeout time.Duration) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	c, err := cluster.Generate(cluster.GenerateOptions{Dir: dir, ClusterID: "ct", Groups: 1, F: 1, BasePort: 30000, Clients: 1})
@@ -76,7 +80,7 @@ func newRig(t *testing.T, window int, timeout time.Duration) *rig {
 		t.Fatal(err)
 	}
 	r.c, err = New(context.Background(), Config{
-		Cluster: c, Group: 0, Key: r.client, Window: window, Timeout: timeout,
+		Cluster: c, Group: 0, Key: r.client, Window: window, InFlight: inFlight, Timeout: timeout,
 		Dial: func(_ context.Context, rep cluster.Replica, _ ed25519.PublicKey) (Conn, error) {
 			return r.conns[rep.Index], nil
 		},
@@ -286,5 +290,31 @@ func TestClientReportsStaleAndClosed(t *testing.T) {
 	_ = r.c.Close()
 	if o := <-pending; !errors.Is(o.err, ErrClosed) {
 		t.Fatalf("got %v, want ErrClosed", o.err)
+	}
+}
+
+// With InFlight envelopes out, further calls wait and leave together in the
+// next envelope (DESIGN.md §3.1), though W would allow more envelopes.
+func TestClientKeepsInFlightEnvelopesAndPacksTheRest(t *testing.T) {
+	r := newRigInFlight(t, 16, 2, time.Hour)
+	for i := 0; i < 2; i++ {
+		r.invoke(fmt.Sprintf("first-%d", i))
+		waitUntil(t, "an envelope", func() bool { return len(r.conns[0].requests()) == i+1 })
+	}
+	for i := 0; i < 8; i++ {
+		r.invoke(fmt.Sprintf("queued-%d", i))
+	}
+	time.Sleep(30 * time.Millisecond)
+	if n := len(r.conns[0].requests()); n != 2 {
+		t.Fatalf("%d envelopes out with InFlight=2", n)
+	}
+	first := r.conns[0].requests()[0]
+	for i := 0; i < 2; i++ {
+		r.reply(i, first, bftpb.ReplyStatus_REPLY_STATUS_OK, results("ok"), true)
+	}
+	waitUntil(t, "the packed envelope", func() bool { return len(r.conns[0].requests()) == 3 })
+	calls, err := envelope.DecodeCalls(r.conns[0].requests()[2].Payload)
+	if err != nil || len(calls) != 8 {
+		t.Fatalf("third envelope: %d calls, %v; want the 8 queued", len(calls), err)
 	}
 }

@@ -81,7 +81,7 @@ func (l *loop) low() uint64 {
 // send packs queued calls into envelopes while the window allows (C1, C2).
 func (l *loop) send() {
 	c := l.c
-	for len(l.queue) > 0 && len(l.outstanding) < c.cfg.Window && l.nextTs <= l.low()+uint64(c.cfg.Window) {
+	for len(l.queue) > 0 && len(l.outstanding) < c.cfg.InFlight && l.nextTs <= l.low()+uint64(c.cfg.Window) {
 		n, size := 0, 0
 		for n < len(l.queue) && n < c.cfg.MaxEnvelopeCalls && (n == 0 || size+len(l.queue[n].payload) <= c.cfg.MaxEnvelopeBytes) {
 			size += len(l.queue[n].payload)

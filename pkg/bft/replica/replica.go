@@ -160,6 +160,7 @@ func New(cfg Config) (*Replica, error) {
 		}
 		r.snaps.add(h, snap)
 	}
+	r.metrics.observe(r.node) // gauges show the restored state before Run
 	v, vc := r.node.View()
 	r.log.Info("replica restored", "view", v, "view_changing", vc, "executed", restored.LastExecuted,
 		"stable", r.node.LowWatermark(), "log_records", len(restored.Records))
