@@ -1,0 +1,101 @@
+package archtest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/augustus-db/augustus/"
+
+// rule says what one package (and, with deps, everything it pulls in) may
+// not depend on.
+type rule struct {
+	pkg string
+	// ownAllowed, if set, lists the only packages of this module the package
+	// may depend on (transitively); otherwise forbid is checked.
+	ownAllowed []string
+	// forbid lists prefixes no transitive dependency may have.
+	forbid []string
+	// forbidDirect lists packages the package may not import itself (the
+	// core may not reach for I/O, clocks or randomness; the protobuf runtime
+	// underneath it may).
+	forbidDirect []string
+}
+
+var (
+	external = []string{"google.golang.org/grpc", "github.com/cockroachdb/pebble", "github.com/prometheus/"}
+	rules    = []rule{
+		// storage is the bottom layer: nothing of ours.
+		{pkg: "pkg/storage", ownAllowed: []string{"pkg/storage"}},
+		// The PBFT core: a deterministic state machine (DESIGN.md §2, §3).
+		{pkg: "pkg/bft", ownAllowed: []string{"pkg/bft", "pkg/bft/bftpb", "pkg/bft/internal/quorum"},
+			forbid: external,
+			forbidDirect: []string{"net", "net/http", "os", "os/exec", "time", "math/rand", "math/rand/v2",
+				"crypto/rand", "sync", "syscall", "log", "log/slog"}},
+		{pkg: "pkg/bft/internal/quorum", ownAllowed: []string{"pkg/bft/internal/quorum"}},
+		{pkg: "pkg/bft/envelope", ownAllowed: []string{"pkg/bft/envelope"}},
+		// The transport moves bytes: no protocol logic, no storage.
+		{pkg: "pkg/bft/transport", ownAllowed: []string{"pkg/bft/bftpb", "pkg/bft/transport", "pkg/bft/transport/transportpb"},
+			forbid: []string{"github.com/cockroachdb/pebble"}},
+		// Keys and the cluster file: no network, storage or metrics.
+		{pkg: "pkg/bft/auth", forbid: append([]string{module + "pkg/bft/transport", module + "pkg/bft/replica",
+			module + "pkg/bft/client", module + "pkg/bft/cluster", module + "pkg/storage", module + "pkg/txn", module + "pkg/sql"}, external...)},
+		{pkg: "pkg/bft/cluster", forbid: append([]string{module + "pkg/bft/transport", module + "pkg/bft/replica",
+			module + "pkg/bft/client", module + "pkg/storage", module + "pkg/txn", module + "pkg/sql"}, external...)},
+		// The group client talks to replicas; it never touches a store.
+		{pkg: "pkg/bft/client", forbid: []string{module + "pkg/bft/replica", module + "pkg/storage", "github.com/cockroachdb/pebble"}},
+		// The replica runtime knows nothing of transactions or SQL.
+		{pkg: "pkg/bft/replica", forbid: []string{module + "pkg/txn", module + "pkg/sql"}},
+		// Transactions never reach up into SQL.
+		{pkg: "pkg/txn", forbid: []string{module + "pkg/sql"}},
+	}
+)
+
+func goList(t *testing.T, format, pkg string, deps bool) []string {
+	t.Helper()
+	args := []string{"list", "-f", format}
+	if deps {
+		args = append(args, "-deps")
+	}
+	out, err := exec.Command("go", append(args, module+pkg)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestPackagesKeepTheLayering checks every rule above with go list, as
+// pebble's forbidden-imports test does.
+func TestPackagesKeepTheLayering(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list for every package")
+	}
+	for _, r := range rules {
+		t.Run(r.pkg, func(t *testing.T) {
+			for _, dep := range goList(t, "{{.ImportPath}}", r.pkg, true) {
+				if r.ownAllowed != nil && strings.HasPrefix(dep, module) {
+					ok := false
+					for _, a := range r.ownAllowed {
+						ok = ok || dep == module+a
+					}
+					if !ok {
+						t.Errorf("%s depends on %s", r.pkg, dep)
+					}
+				}
+				for _, f := range r.forbid {
+					if strings.HasPrefix(dep, f) {
+						t.Errorf("%s depends on %s", r.pkg, dep)
+					}
+				}
+			}
+			for _, imp := range goList(t, `{{join .Imports " "}}`, r.pkg, false) {
+				for _, f := range r.forbidDirect {
+					if imp == f {
+						t.Errorf("%s imports %s", r.pkg, imp)
+					}
+				}
+			}
+		})
+	}
+}
