@@ -28,7 +28,7 @@
 //
 // Rules: this package imports no network, storage, metrics, time or
 // math/rand, starts no goroutines and reads no clock (see
-// forbidden_imports_test.go). Ticks and all inputs come from the host, so the
+// internal/archtest). Ticks and all inputs come from the host, so the
 // same inputs give the same outputs — which is what the simulator in
 // pkg/bft/bfttest relies on.
 //

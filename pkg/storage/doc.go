@@ -74,7 +74,7 @@
 // # Imports
 //
 // This package imports no other Augustus package (see
-// forbidden_imports_test.go): it is the bottom layer, used by
+// internal/archtest): it is the bottom layer, used by
 // pkg/txn/partition through the replica's Application.
 package storage
 
