@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 	"github.com/augustus-db/augustus/pkg/bft/internal/quorum"
 )
 
@@ -137,6 +136,3 @@ type nopLogger struct{}
 
 func (nopLogger) Debugf(string, ...any) {}
 func (nopLogger) Warnf(string, ...any)  {}
-
-// keep bftpb imported for documentation links in this file.
-var _ = bftpb.ReplyStatus_REPLY_STATUS_OK

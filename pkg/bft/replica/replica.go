@@ -13,7 +13,6 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
-	"github.com/augustus-db/augustus/pkg/bft/cluster"
 	"github.com/augustus-db/augustus/pkg/bft/envelope"
 	"github.com/augustus-db/augustus/pkg/bft/transport"
 	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
@@ -560,5 +559,3 @@ type slogLogger struct{ l *slog.Logger }
 
 func (s slogLogger) Debugf(format string, args ...any) { s.l.Debug(fmt.Sprintf(format, args...)) }
 func (s slogLogger) Warnf(format string, args ...any)  { s.l.Warn(fmt.Sprintf(format, args...)) }
-
-var _ = cluster.ReplicaName
