@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/augustus-db/augustus/pkg/bft"
@@ -91,6 +92,9 @@ type Client struct {
 	done       chan struct{}
 	wg         sync.WaitGroup
 	closeMu    sync.Once
+	// view is the highest view f+1 matching replies showed (C3); the loop
+	// writes it, View reads it.
+	view atomic.Uint64
 }
 
 type call struct {
@@ -218,6 +222,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}()
 	return c, nil
 }
+
+// View returns the view the client believes current: the lowest view among
+// the f+1 matching replies of the last accepted result that raised it (C3).
+func (c *Client) View() bft.View { return bft.View(c.view.Load()) }
 
 // ID returns the client id (its public key).
 func (c *Client) ID() bft.ClientID { return c.id }

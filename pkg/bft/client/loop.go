@@ -151,6 +151,7 @@ func (l *loop) onReply(rep *bftpb.Reply) {
 	sort.Slice(views, func(i, j int) bool { return views[i] < views[j] })
 	if views[0] > l.view {
 		l.view = views[0]
+		l.c.view.Store(uint64(l.view))
 	}
 	delete(l.outstanding, rep.Timestamp)
 	m := l.c.cfg.Metrics
