@@ -179,7 +179,7 @@ func batchDigestFromRequestDigests(ds []Digest) Digest {
 
 // ReplyBytes returns what a reply's MAC covers.
 func (d *Domain) ReplyBytes(r *bftpb.Reply) []byte {
-	b := make([]byte, 0, len(d.reply)+8+4+len(r.Client)+8+4+4+32+8)
+	b := make([]byte, 0, len(d.reply)+8+4+len(r.Client)+8+4+4+32+8+32)
 	b = append(b, d.reply...)
 	b = binary.BigEndian.AppendUint64(b, r.View)
 	b = appendBytes(b, r.Client)
@@ -188,5 +188,7 @@ func (d *Domain) ReplyBytes(r *bftpb.Reply) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(r.Status))
 	h := sha256.Sum256(r.Result)
 	b = append(b, h[:]...)
-	return binary.BigEndian.AppendUint64(b, r.Low)
+	b = binary.BigEndian.AppendUint64(b, r.Low)
+	h = sha256.Sum256(r.Signatures)
+	return append(b, h[:]...)
 }

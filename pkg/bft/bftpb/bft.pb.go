@@ -37,6 +37,13 @@ const (
 	// The timestamp is at or below the replica's low watermark for this client
 	// and no reply is cached: it will never execute. low carries the watermark.
 	ReplyStatus_REPLY_STATUS_STALE ReplyStatus = 2
+	// The request failed verification or the application's stateless
+	// validation (DESIGN.md §3.2) and will never execute. result is the
+	// request's rejection digest (32 bytes, covering its signature, so a forged
+	// copy cannot make a client's real request look rejected) followed by the
+	// reason as text. Every correct replica computes the same result, so the
+	// client accepts it on f+1 matching replies.
+	ReplyStatus_REPLY_STATUS_REJECTED ReplyStatus = 3
 )
 
 // Enum value maps for ReplyStatus.
@@ -45,11 +52,13 @@ var (
 		0: "REPLY_STATUS_UNSPECIFIED",
 		1: "REPLY_STATUS_OK",
 		2: "REPLY_STATUS_STALE",
+		3: "REPLY_STATUS_REJECTED",
 	}
 	ReplyStatus_value = map[string]int32{
 		"REPLY_STATUS_UNSPECIFIED": 0,
 		"REPLY_STATUS_OK":          1,
 		"REPLY_STATUS_STALE":       2,
+		"REPLY_STATUS_REJECTED":    3,
 	}
 )
 
@@ -947,8 +956,13 @@ type Reply struct {
 	Status    ReplyStatus            `protobuf:"varint,5,opt,name=status,proto3,enum=augustus.bft.v1.ReplyStatus" json:"status,omitempty"`
 	Result    []byte                 `protobuf:"bytes,6,opt,name=result,proto3" json:"result,omitempty"`
 	// low is the replica's low watermark for this client (set with STALE).
-	Low           uint64 `protobuf:"varint,7,opt,name=low,proto3" json:"low,omitempty"`
-	Mac           []byte `protobuf:"bytes,8,opt,name=mac,proto3" json:"mac,omitempty"`
+	Low uint64 `protobuf:"varint,7,opt,name=low,proto3" json:"low,omitempty"`
+	Mac []byte `protobuf:"bytes,8,opt,name=mac,proto3" json:"mac,omitempty"`
+	// signatures holds, in the encoding of pkg/bft/envelope, one Ed25519
+	// signature of this replica per call result that the application asked to
+	// have signed (empty elements for the others; empty when none is). They
+	// differ per replica, so they travel beside the result, never in it.
+	Signatures    []byte `protobuf:"bytes,9,opt,name=signatures,proto3" json:"signatures,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1035,6 +1049,13 @@ func (x *Reply) GetLow() uint64 {
 func (x *Reply) GetMac() []byte {
 	if x != nil {
 		return x.Mac
+	}
+	return nil
+}
+
+func (x *Reply) GetSignatures() []byte {
+	if x != nil {
+		return x.Signatures
 	}
 	return nil
 }
@@ -1968,7 +1989,7 @@ const file_augustus_bft_v1_bft_proto_rawDesc = "" +
 	"\fview_changes\x18\x02 \x03(\v2\x1b.augustus.bft.v1.ViewChangeR\vviewChanges\x12>\n" +
 	"\fpre_prepares\x18\x03 \x03(\v2\x1b.augustus.bft.v1.PrePrepareR\vprePrepares\x12\x18\n" +
 	"\areplica\x18\x04 \x01(\rR\areplica\x12\x1c\n" +
-	"\tsignature\x18\x05 \x01(\fR\tsignature\"\xdd\x01\n" +
+	"\tsignature\x18\x05 \x01(\fR\tsignature\"\xfd\x01\n" +
 	"\x05Reply\x12\x12\n" +
 	"\x04view\x18\x01 \x01(\x04R\x04view\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\fR\x06client\x12\x1c\n" +
@@ -1977,7 +1998,10 @@ const file_augustus_bft_v1_bft_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\x0e2\x1c.augustus.bft.v1.ReplyStatusR\x06status\x12\x16\n" +
 	"\x06result\x18\x06 \x01(\fR\x06result\x12\x10\n" +
 	"\x03low\x18\a \x01(\x04R\x03low\x12\x10\n" +
-	"\x03mac\x18\b \x01(\fR\x03mac\"\x9f\x01\n" +
+	"\x03mac\x18\b \x01(\fR\x03mac\x12\x1e\n" +
+	"\n" +
+	"signatures\x18\t \x01(\fR\n" +
+	"signatures\"\x9f\x01\n" +
 	"\x06Status\x12\x12\n" +
 	"\x04view\x18\x01 \x01(\x04R\x04view\x12#\n" +
 	"\rview_changing\x18\x02 \x01(\bR\fviewChanging\x12\x1d\n" +
@@ -2049,11 +2073,12 @@ const file_augustus_bft_v1_bft_proto_rawDesc = "" +
 	"\areplies\x18\x03 \x03(\v2\x1c.augustus.bft.v1.CachedReplyR\areplies\"C\n" +
 	"\vCachedReply\x12\x1c\n" +
 	"\ttimestamp\x18\x01 \x01(\x04R\ttimestamp\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\fR\x06result*X\n" +
+	"\x06result\x18\x02 \x01(\fR\x06result*s\n" +
 	"\vReplyStatus\x12\x1c\n" +
 	"\x18REPLY_STATUS_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fREPLY_STATUS_OK\x10\x01\x12\x16\n" +
-	"\x12REPLY_STATUS_STALE\x10\x02B/Z-github.com/augustus-db/augustus/pkg/bft/bftpbb\x06proto3"
+	"\x12REPLY_STATUS_STALE\x10\x02\x12\x19\n" +
+	"\x15REPLY_STATUS_REJECTED\x10\x03B/Z-github.com/augustus-db/augustus/pkg/bft/bftpbb\x06proto3"
 
 var (
 	file_augustus_bft_v1_bft_proto_rawDescOnce sync.Once

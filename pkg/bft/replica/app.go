@@ -1,66 +1,34 @@
 package replica
 
-import (
-	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/storage"
+import "github.com/augustus-db/augustus/pkg/bft/host"
+
+// The application interface and the applications live in pkg/bft/host,
+// shared with the simulator; these aliases keep the replica's API whole.
+type (
+	// Application is the replicated state machine a group runs (DESIGN.md §3.2).
+	Application = host.Application
+	// Signing is implemented by applications whose results need replica signatures.
+	Signing = host.Signing
+	// Call is one operation of a client envelope.
+	Call = host.Call
+	// Reader reads the store.
+	Reader = host.Reader
+	// NoopApp executes nothing.
+	NoopApp = host.NoopApp
+	// LogApp is the append-only log test application.
+	LogApp = host.LogApp
+	// Metrics are the replica's augustus_bft_* metrics.
+	Metrics = host.Metrics
 )
 
-// Call is one operation of a client envelope (pbft.md C1): clients pack the
-// calls of many callers into one signed request; the runtime unpacks them.
-type Call struct {
-	Client bft.ClientID
-	// Timestamp is the envelope's timestamp; Index the call's position in it.
-	Timestamp uint64
-	Index     int
-	Payload   []byte
-}
+// The LogApp call builders and result decoders.
+var (
+	LogAppend        = host.LogAppend
+	LogRead          = host.LogRead
+	LogLen           = host.LogLen
+	DecodeLogLength  = host.DecodeLogLength
+	DecodeLogEntries = host.DecodeLogEntries
+)
 
-// Application is the replicated state machine a group runs (DESIGN.md
-// §3.2). The transaction engine implements it; NoopApp is a trivial one.
-type Application interface {
-	// Validate checks one call without state: decoding, size limits, the
-	// certificates it carries. It is deterministic and safe for concurrent
-	// use; the runtime calls it before the primary batches a request and
-	// before a backup prepares a batch (pbft.md N2), never on the execution
-	// path. A request with an invalid call is rejected whole.
-	Validate(call []byte) error
-	// Execute executes the calls of one committed batch in order,
-	// deterministically, reading and writing the replicated keyspaces it owns
-	// (UserData, Metadata, TxnRecords) through w, and returns one result per
-	// call. The runtime commits w together with the client table and the
-	// sequence number. An error is a local fault: the replica stops rather
-	// than diverge.
-	Execute(seq bft.SeqNum, calls []Call, w *storage.Batch) ([][]byte, error)
-	// Restored tells the application that the store changed under it — at
-	// start-up and after a state transfer installed a checkpoint — so it
-	// rebuilds whatever it keeps in memory (the lock table) from r.
-	Restored(r Reader) error
-}
-
-// The state digest, checkpoint snapshots and their restoration (Digest,
-// Snapshot and Restore of DESIGN.md §3.2) are the runtime's: the store's
-// LtHash covers every replicated keyspace, Snapshot.Export streams them and
-// Engine.InstallCheckpoint restores them, after which Restored is called.
-
-// NoopApp executes nothing: every call returns an empty result. It is what
-// `augustus bench --workload noop` measures: the cost of ordering.
-type NoopApp struct {
-	// MaxCall bounds a call's size (0: no bound).
-	MaxCall int
-}
-
-// Validate implements Application.
-func (a NoopApp) Validate(call []byte) error {
-	if a.MaxCall > 0 && len(call) > a.MaxCall {
-		return errCallTooLarge
-	}
-	return nil
-}
-
-// Execute implements Application.
-func (NoopApp) Execute(_ bft.SeqNum, calls []Call, _ *storage.Batch) ([][]byte, error) {
-	return make([][]byte, len(calls)), nil
-}
-
-// Restored implements Application.
-func (NoopApp) Restored(Reader) error { return nil }
+// MaxLogValue bounds a LogApp value.
+const MaxLogValue = host.MaxLogValue

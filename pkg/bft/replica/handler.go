@@ -8,6 +8,7 @@ import (
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/bft/transport"
 	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
 	"github.com/augustus-db/augustus/pkg/storage"
@@ -35,6 +36,11 @@ func (h handler) OnRequest(ctx context.Context, req *bftpb.Request, _ *transport
 	if err := h.r.checker.Request(req); err != nil {
 		h.r.metrics.Rejected.WithLabelValues("request").Inc()
 		h.r.log.Debug("request rejected", "err", err)
+		// An error reply, never silence (DESIGN.md §3.2): the client accepts
+		// the rejection on f+1 matching replies and tells its caller at once.
+		// A request whose client id is not a public key cannot be answered
+		// (there is no key to MAC under); finishReply drops it.
+		h.r.finishReply(host.Rejection(h.r.dom, h.r.id, req, err), nil)
 		return
 	}
 	select {
@@ -46,12 +52,13 @@ func (h handler) OnRequest(ctx context.Context, req *bftpb.Request, _ *transport
 // OnFetchState serves the state of a checkpoint this replica holds a
 // snapshot of (G3). Only replicas of the group reach it.
 func (h handler) OnFetchState(ctx context.Context, from uint32, req *transportpb.StateRequest, send func(*transportpb.StateChunk) error) error {
-	ref := h.r.snaps.acquire(bft.SeqNum(req.Seq))
+	snaps := h.r.loop.Snapshots()
+	ref := snaps.Acquire(bft.SeqNum(req.Seq))
 	if ref == nil {
 		return status.Errorf(codes.NotFound, "no snapshot of checkpoint %d", req.Seq)
 	}
-	defer h.r.snaps.release(ref)
-	if sum := ref.snap.Sum(); len(req.StateDigest) > 0 && string(req.StateDigest) != string(sum[:]) {
+	defer snaps.Release(ref)
+	if sum := ref.Snap.Sum(); len(req.StateDigest) > 0 && string(req.StateDigest) != string(sum[:]) {
 		return status.Errorf(codes.FailedPrecondition, "the snapshot of checkpoint %d has another digest", req.Seq)
 	}
 	chunkBytes := storage.DefaultChunkBytes
@@ -59,7 +66,7 @@ func (h handler) OnFetchState(ctx context.Context, from uint32, req *transportpb
 		chunkBytes = int(req.MaxChunkBytes)
 	}
 	h.r.log.Info("serving state transfer", "to", from, "seq", req.Seq)
-	return ref.snap.Export(ctx, chunkBytes, func(c storage.Chunk) error {
+	return ref.Snap.Export(ctx, chunkBytes, func(c storage.Chunk) error {
 		sc := &transportpb.StateChunk{Seq: req.Seq, Data: c.Marshal(), Last: c.Final}
 		if h.r.corruptChunk != nil {
 			h.r.corruptChunk(sc)

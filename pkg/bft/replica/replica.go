@@ -2,24 +2,27 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 	"github.com/augustus-db/augustus/pkg/bft/envelope"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/bft/transport"
 	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
 	"github.com/augustus-db/augustus/pkg/storage"
 )
 
-// Replica runs one member of a group. Create it with New, run it with Run.
+// Replica runs one member of a group: the event loop of pkg/bft/host fed by
+// goroutines — the transport's stream goroutines (which verify), a ticker,
+// an executor goroutine and a pool of reply signers. Create it with New,
+// run it with Run.
 type Replica struct {
 	cfg     Config
 	log     *slog.Logger
@@ -27,10 +30,11 @@ type Replica struct {
 	id      bft.ReplicaID
 	n       int
 	engine  *storage.Engine
-	node    *bft.Node
+	loop    *host.Loop
 	checker *bft.Checker
 	dom     *bft.Domain
 	macs    *auth.MACKeys
+	signer  *auth.Signer
 	peerKey *auth.PeerKeys
 	metrics *Metrics
 	app     Application
@@ -39,23 +43,15 @@ type Replica struct {
 	server           *transport.Server
 	transportMetrics *transport.Metrics
 
-	inbox        chan input
-	transferDone chan transferResult
-	transfer     *bft.StateTarget
-	cancelXfer   context.CancelFunc
-
-	snaps    snapshots
-	arrivals map[arrivalKey]time.Time
-	wg       sync.WaitGroup
-
-	// The executor goroutine runs committed batches off the protocol loop
-	// (their application work and fsync overlap with the next round).
-	execQ      chan []bft.Execution
-	execDone   chan execResult
-	execMu     sync.Mutex    // held by the executor per job and by a state install
-	jobsQueued uint64        // main loop only
-	jobsDone   atomic.Uint64 // jobs the executor finished
-	jobSignal  chan struct{} // poked after each job (state install waits on it)
+	inbox chan input
+	// jobs feeds the executor goroutine; done brings its results back.
+	jobs chan *host.Job
+	done chan *host.JobResult
+	// signs feeds the reply signers.
+	signs chan signJob
+	// stop is closed when Run ends, so that Submit never blocks forever.
+	stop chan struct{}
+	wg   sync.WaitGroup
 
 	// corruptChunk, if set (tests), tampers with the state this replica
 	// serves, to exercise the requester's fallback to another peer.
@@ -71,10 +67,14 @@ type input struct {
 	req *bftpb.Request
 }
 
-type arrivalKey struct {
-	client string
-	ts     uint64
+type signJob struct {
+	rep  *bftpb.Reply
+	sign [][]byte
 }
+
+// jobQueue bounds the jobs waiting for the executor; a full queue makes the
+// loop wait (back-pressure from a slow disk).
+const jobQueue = 64
 
 // New opens the replica's store, restores its protocol state (P3) and
 // prepares its network endpoints. Run starts it.
@@ -84,15 +84,15 @@ func New(cfg Config) (*Replica, error) {
 	}
 	gid, rid, err := cfg.Cluster.ReplicaID(cfg.Name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	core, err := cfg.Cluster.BFTConfig(cfg.Name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	signer, err := auth.NewSigner(cfg.Key)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	core.Signer = signer
 	core.Logger = slogLogger{cfg.Logger.With("replica", cfg.Name)}
@@ -101,11 +101,11 @@ func New(cfg Config) (*Replica, error) {
 	}
 	verifier, err := cfg.Cluster.Verifier(gid)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	peerKeys, err := cfg.Cluster.PeerKeys(gid)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	r := &Replica{
 		cfg:              cfg,
@@ -114,18 +114,17 @@ func New(cfg Config) (*Replica, error) {
 		id:               rid,
 		n:                core.N,
 		app:              cfg.App,
-		metrics:          NewMetrics(cfg.Registerer),
+		signer:           signer,
+		metrics:          host.NewMetrics(cfg.Registerer),
 		transportMetrics: transport.NewMetrics(cfg.Registerer),
 		peerKey:          peerKeys,
 		inbox:            make(chan input, 4096),
-		transferDone:     make(chan transferResult, 1),
-		arrivals:         make(map[arrivalKey]time.Time),
+		jobs:             make(chan *host.Job, jobQueue),
+		done:             make(chan *host.JobResult, jobQueue+1),
+		signs:            make(chan signJob, 4096),
+		stop:             make(chan struct{}),
 		ready:            make(chan struct{}),
-		execQ:            make(chan []bft.Execution, execQueue),
-		execDone:         make(chan execResult, execQueue+1),
-		jobSignal:        make(chan struct{}, 1),
 	}
-	r.snaps.m = make(map[bft.SeqNum]*snapshotRef)
 	r.checker, err = bft.NewChecker(bft.CheckerConfigFrom(core, verifier, r.validatePayload))
 	if err != nil {
 		return nil, err
@@ -134,35 +133,25 @@ func New(cfg Config) (*Replica, error) {
 	if r.macs, err = auth.NewMACKeys(cfg.Key, auth.DefaultMACKeysCapacity); err != nil {
 		return nil, fmt.Errorf("replica: reply MAC keys: %w", err)
 	}
-	if r.engine, err = storage.Open(cfg.DataDir, cfg.StorageOptions); err != nil {
+	opts := cfg.StorageOptions
+	if opts.Metrics == nil {
+		opts.Metrics = storage.NewMetrics(cfg.Registerer)
+	}
+	if r.engine, err = storage.Open(cfg.DataDir, opts); err != nil {
 		return nil, fmt.Errorf("replica: open store: %w", err)
 	}
-	restored, err := loadRestored(r.engine)
-	if err == nil {
-		err = r.app.Restored(r.engine)
-	}
-	if err == nil {
-		r.node, err = bft.NewNode(core, restored)
-	}
+	r.loop, err = host.New(host.Config{
+		Core: core, Engine: r.engine, App: cfg.App, Net: (*replicaNet)(r), Exec: (*executor)(r),
+		Metrics: r.metrics, Clock: time.Now, Logger: r.log,
+	})
 	if err != nil {
 		_ = r.engine.Close()
 		return nil, fmt.Errorf("replica: restore %s: %w", cfg.Name, err)
 	}
-	// Snapshots serve state transfer and live in memory. After a restart the
-	// replica can serve its stable checkpoint only if its state is exactly
-	// that checkpoint's; otherwise it serves from the next checkpoint on.
-	if h := r.node.LowWatermark(); h > 0 && restored.LastExecuted == h {
-		snap, err := r.engine.NewSnapshot()
-		if err != nil {
-			_ = r.engine.Close()
-			return nil, fmt.Errorf("replica: snapshot of checkpoint %d: %w", h, err)
-		}
-		r.snaps.add(h, snap)
-	}
-	r.metrics.observe(r.node) // gauges show the restored state before Run
-	v, vc := r.node.View()
-	r.log.Info("replica restored", "view", v, "view_changing", vc, "executed", restored.LastExecuted,
-		"stable", r.node.LowWatermark(), "log_records", len(restored.Records))
+	node := r.loop.Node()
+	v, vc := node.View()
+	r.log.Info("replica restored", "view", v, "view_changing", vc, "executed", node.LastExecuted(),
+		"stable", node.LowWatermark())
 	return r, nil
 }
 
@@ -200,6 +189,8 @@ func (r *Replica) Run(ctx context.Context) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
+		close(r.stop)
+		r.loop.Close()
 		if r.server != nil {
 			r.server.Close()
 		}
@@ -207,7 +198,6 @@ func (r *Replica) Run(ctx context.Context) (err error) {
 			_ = r.peers.Close()
 		}
 		r.wg.Wait()
-		r.snaps.closeAll()
 		if cerr := r.engine.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("replica: close store: %w", cerr)
 		}
@@ -220,10 +210,17 @@ func (r *Replica) Run(ctx context.Context) (err error) {
 		defer r.wg.Done()
 		r.runExecutor(ctx)
 	}()
+	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.runSigner(ctx)
+		}()
+	}
 	close(r.ready)
 	ticker := time.NewTicker(r.cfg.TickInterval)
 	defer ticker.Stop()
-	if err := r.process(ctx); err != nil {
+	if err := r.loop.Process(); err != nil {
 		return err
 	}
 	for {
@@ -244,20 +241,24 @@ func (r *Replica) Run(ctx context.Context) (err error) {
 				break
 			}
 		case <-ticker.C:
-			r.node.Tick()
-		case res := <-r.transferDone:
-			if err := r.finishTransfer(res); err != nil {
-				return err
-			}
-		case done := <-r.execDone:
-			if err := r.finishExecution(done); err != nil {
+			r.loop.Tick()
+		case res := <-r.done:
+			if err := r.loop.Finished(res); err != nil {
 				return err
 			}
 		}
-		if err := r.process(ctx); err != nil {
+		if err := r.loop.Process(); err != nil {
 			return err
 		}
 	}
+}
+
+func (r *Replica) step(in input) {
+	if in.msg != nil {
+		r.loop.Deliver(in.msg)
+		return
+	}
+	r.loop.Propose(in.req)
 }
 
 func (r *Replica) startNetwork(ctx context.Context) error {
@@ -322,73 +323,49 @@ func (r *Replica) startNetwork(ctx context.Context) error {
 	return nil
 }
 
-func (r *Replica) step(in input) {
-	if in.msg != nil {
-		r.node.Step(in.msg)
+// replicaNet is the loop's Network: the transport.
+type replicaNet Replica
+
+func (n *replicaNet) Send(to bft.ReplicaID, m *bftpb.Message) { n.peers.Send(uint32(to), m) }
+func (n *replicaNet) Broadcast(m *bftpb.Message)              { n.peers.Broadcast(m) }
+
+// Reply MACs and sends at once a reply without signatures; one with
+// signatures goes to the signer pool, so Ed25519 (≈ 18 µs each) never runs
+// on the loop (DESIGN.md §3.1).
+func (n *replicaNet) Reply(rep *bftpb.Reply, sign [][]byte) {
+	r := (*Replica)(n)
+	if sign == nil {
+		r.finishReply(rep, nil)
 		return
 	}
-	// Arrival times feed the request latency histogram; requests this
-	// replica never answers (forwarded, dropped) would pile up, so the map
-	// starts over when it reaches its bound.
-	if len(r.arrivals) >= 1<<16 {
-		clear(r.arrivals)
-	}
-	k := arrivalKey{string(in.req.Client), in.req.Timestamp}
-	if _, ok := r.arrivals[k]; !ok {
-		r.arrivals[k] = time.Now()
-	}
-	if err := r.node.Propose(in.req); err != nil && !errors.Is(err, bft.ErrBusy) {
-		r.log.Debug("request refused", "err", err)
+	select {
+	case r.signs <- signJob{rep, sign}:
+	case <-r.stop:
 	}
 }
 
-// process handles every Ready the node has (see the package comment).
-func (r *Replica) process(ctx context.Context) error {
-	for r.node.HasReady() {
-		rd := r.node.Ready()
-		if rd.MustSync() {
-			start := time.Now()
-			if err := persistReady(r.engine, &rd); err != nil {
-				return err
-			}
-			r.metrics.PersistLatency.Observe(time.Since(start).Seconds())
+func (r *Replica) runSigner(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-r.signs:
+			r.finishReply(j.rep, j.sign)
 		}
-		for _, out := range rd.Messages {
-			if out.Broadcast {
-				r.peers.Broadcast(out.Msg)
-			} else {
-				r.peers.Send(uint32(out.To), out.Msg)
-			}
-		}
-		for _, rep := range rd.Replies {
-			r.sendReply(rep)
-		}
-		if len(rd.Executions) > 0 {
-			r.jobsQueued++
-			select {
-			case r.execQ <- rd.Executions:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-		if rd.StateTarget != nil {
-			r.startTransfer(ctx, rd.StateTarget)
-		}
-		r.node.Advance()
 	}
-	r.metrics.observe(r.node)
-	r.snaps.pruneBelow(r.node.LowWatermark())
-	if err := r.node.Stopped(); err != nil {
-		return err
-	}
-	return nil
 }
 
-func (r *Replica) sendReply(rep *bftpb.Reply) {
-	k := arrivalKey{string(rep.Client), rep.Timestamp}
-	if t, ok := r.arrivals[k]; ok {
-		r.metrics.RequestLatency.Observe(time.Since(t).Seconds())
-		delete(r.arrivals, k)
+// finishReply signs what must be signed, adds the MAC under the pairwise
+// key of the client and sends.
+func (r *Replica) finishReply(rep *bftpb.Reply, sign [][]byte) {
+	if sign != nil {
+		sigs := make([][]byte, len(sign))
+		for i, b := range sign {
+			if b != nil {
+				sigs[i] = r.signer.Sign(b)
+			}
+		}
+		rep.Signatures = envelope.EncodeResults(sigs)
 	}
 	key, err := r.macs.ForClient(bft.ClientID(rep.Client))
 	if err != nil {
@@ -399,159 +376,40 @@ func (r *Replica) sendReply(rep *bftpb.Reply) {
 	r.server.SendReply(rep)
 }
 
-// execQueue bounds the runs of batches waiting for the executor.
-const execQueue = 64
+// executor is the loop's Executor: one goroutine runs the jobs in order.
+type executor Replica
 
-// execResult is what the executor reports for one run of batches.
-type execResult struct {
-	exs     []bft.Execution
-	results [][][]byte
-	digests [][]byte // per execution; set at checkpoints
-	err     error
+func (e *executor) Submit(job *host.Job) {
+	select {
+	case e.jobs <- job:
+	case <-e.stop:
+	}
 }
 
-// runExecutor executes runs of committed batches in order until ctx ends.
 func (r *Replica) runExecutor(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case exs := <-r.execQ:
-			r.execMu.Lock()
-			res := r.execute(exs)
-			r.execMu.Unlock()
-			r.jobsDone.Add(1)
-			select {
-			case r.jobSignal <- struct{}{}:
-			default:
+		case job := <-r.jobs:
+			var res *host.JobResult
+			if job.Target != nil {
+				res = &host.JobResult{Job: job, Err: r.fetchState(job.Ctx, job.Target)}
+			} else {
+				res = r.loop.RunExecutions(job)
 			}
-			// execDone holds more than execQ can, so this never blocks the
-			// executor against a main loop blocked on execQ.
-			r.execDone <- res
-			if res.err != nil {
+			// done holds more than jobs can, so this never blocks the
+			// executor against a loop blocked on Submit.
+			select {
+			case r.done <- res:
+			case <-ctx.Done():
 				return
 			}
-		}
-	}
-}
-
-// waitForExecutions waits until the executor finished n jobs and returns
-// with execMu held, so nothing executes while the caller changes the state
-// (a state install); the caller unlocks it.
-func (r *Replica) waitForExecutions(ctx context.Context, n uint64) error {
-	for {
-		r.execMu.Lock()
-		if r.jobsDone.Load() >= n {
-			return nil
-		}
-		r.execMu.Unlock()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-r.jobSignal:
-		}
-	}
-}
-
-// execute runs committed batches (N7, P2): one indexed batch per run of
-// executions, committed with one fsync, split after each checkpoint so
-// that the digest and snapshot are those of the checkpoint's state.
-func (r *Replica) execute(exs []bft.Execution) (out execResult) {
-	start := time.Now()
-	out = execResult{exs: exs, results: make([][][]byte, len(exs)), digests: make([][]byte, len(exs))}
-	var b *storage.Batch
-	defer func() {
-		if b != nil {
-			_ = b.Close()
-		}
-	}()
-	for i := range exs {
-		ex := &exs[i]
-		if b == nil {
-			b = r.engine.NewIndexedBatch()
-		}
-		res, err := r.apply(ex, b)
-		if err != nil {
-			out.err = err
-			return out
-		}
-		out.results[i] = res
-		r.metrics.BatchSize.Observe(float64(len(ex.Batch.GetRequests())))
-		if !ex.Checkpoint && i != len(exs)-1 {
-			continue
-		}
-		if err := r.engine.Commit(b, true); err != nil {
-			out.err = fmt.Errorf("replica: commit executed batches: %w", err)
-			return out
-		}
-		_ = b.Close()
-		b = nil
-		if ex.Checkpoint {
-			sum, err := r.engine.Sum()
-			if err != nil {
-				out.err = fmt.Errorf("replica: state digest: %w", err)
-				return out
+			if res.Err != nil && job.Target == nil {
+				return // a local fault: the loop stops the replica
 			}
-			out.digests[i] = sum[:]
-			snap, err := r.engine.NewSnapshot()
-			if err != nil {
-				out.err = fmt.Errorf("replica: checkpoint snapshot: %w", err)
-				return out
-			}
-			r.snaps.add(ex.Seq, snap)
 		}
 	}
-	r.metrics.ExecuteLatency.Observe(time.Since(start).Seconds())
-	return out
-}
-
-// finishExecution reports a run of executed batches to the node.
-func (r *Replica) finishExecution(done execResult) error {
-	if done.err != nil {
-		return done.err
-	}
-	for i := range done.exs {
-		if err := r.node.Executed(done.exs[i].Seq, done.results[i], done.digests[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// apply executes one batch into b: the application's calls, then the
-// client table and the applied seq. It returns one result per request.
-func (r *Replica) apply(ex *bft.Execution, b *storage.Batch) ([][]byte, error) {
-	var calls []Call
-	counts := make([]int, len(ex.Execute))
-	for i, req := range ex.Execute {
-		payloads, err := envelope.DecodeCalls(req.Payload)
-		if err != nil {
-			// Impossible for a request that passed the checker; every correct
-			// replica sees the same bytes, so this stays deterministic.
-			continue
-		}
-		counts[i] = len(payloads)
-		for j, p := range payloads {
-			calls = append(calls, Call{Client: bft.ClientID(req.Client), Timestamp: req.Timestamp, Index: j, Payload: p})
-		}
-	}
-	res, err := r.app.Execute(ex.Seq, calls, b)
-	if err != nil {
-		return nil, fmt.Errorf("replica: application failed at seq %d: %w", ex.Seq, err)
-	}
-	if len(res) != len(calls) {
-		return nil, fmt.Errorf("replica: application returned %d results for %d calls at seq %d", len(res), len(calls), ex.Seq)
-	}
-	out := make([][]byte, len(ex.Execute))
-	k := 0
-	for i, c := range counts {
-		out[i] = envelope.EncodeResults(res[k : k+c])
-		k += c
-	}
-	if err := writeClientUpdates(b, ex, out); err != nil {
-		return nil, fmt.Errorf("replica: client table: %w", err)
-	}
-	return out, nil
 }
 
 // slogLogger adapts slog to the core's logger.

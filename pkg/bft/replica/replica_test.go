@@ -116,7 +116,7 @@ func TestReplicaDownPastTwoCheckpointsCatchesUpByStateTransfer(t *testing.T) {
 	invokeAll(t, c, 60, 1, 60*time.Second) // 60 batches: K=8, L=16
 	g.start(3)
 	g.waitFor("r3 to catch up", 30*time.Second, func() bool { return g.executed(3) >= g.executed(0) })
-	if n := testutil.ToFloat64(g.metrics[3].stateTransfersOK); n < 1 {
+	if n := testutil.ToFloat64(g.metrics[3].StateTransfers.WithLabelValues("installed")); n < 1 {
 		t.Fatalf("r3 caught up without a state transfer (%v)", n)
 	}
 	invokeAll(t, c, 10, 1, 30*time.Second)
@@ -137,10 +137,10 @@ func TestStateTransferSkipsPeerServingBadState(t *testing.T) {
 	invokeAll(t, c, 60, 1, 60*time.Second)
 	g.start(3)
 	g.waitFor("r3 to catch up", 30*time.Second, func() bool { return g.executed(3) >= g.executed(1) })
-	if n := testutil.ToFloat64(g.metrics[3].stateTransfersFailed); n < 1 {
+	if n := testutil.ToFloat64(g.metrics[3].StateTransfers.WithLabelValues("failed")); n < 1 {
 		t.Fatalf("no failed transfer recorded: r0's bad state was not tried or not detected")
 	}
-	if n := testutil.ToFloat64(g.metrics[3].stateTransfersOK); n < 1 {
+	if n := testutil.ToFloat64(g.metrics[3].StateTransfers.WithLabelValues("installed")); n < 1 {
 		t.Fatalf("no state transfer installed")
 	}
 }

@@ -1,4 +1,4 @@
-package replica
+package host
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
