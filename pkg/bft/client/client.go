@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
-	"github.com/augustus-db/augustus/pkg/bft/envelope"
 	"github.com/augustus-db/augustus/pkg/bft/transport"
 )
 
@@ -62,6 +60,11 @@ type Config struct {
 	// and 1 MiB).
 	MaxEnvelopeCalls int
 	MaxEnvelopeBytes int
+	// SignBytes, if set, names the call results that replicas sign
+	// (DESIGN.md §3.2): a reply counts toward f+1 matching only if it carries
+	// a valid signature of its replica over SignBytes(result) for each of
+	// them, and InvokeSigned returns those signatures.
+	SignBytes func(result []byte) []byte
 	// Dial opens replica connections (default: TransportDialer, with Logger
 	// and TransportMetrics).
 	Dial    Dialer
@@ -73,15 +76,13 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Client submits calls to one group. It is safe for concurrent use.
+// Client submits calls to one group: a goroutine drives a Core with the
+// wall clock and the replicas' connections. It is safe for concurrent use.
 type Client struct {
-	cfg     Config
-	f, n    int
-	id      bft.ClientID
-	signer  *auth.Signer
-	dom     bft.Domain
-	macKeys []auth.MACKey
-	conns   []Conn
+	cfg   Config
+	id    bft.ClientID
+	conns []Conn
+	core  *Core
 
 	calls   chan *call
 	replies chan *bftpb.Reply
@@ -95,17 +96,6 @@ type Client struct {
 	// view is the highest view f+1 matching replies showed (C3); the loop
 	// writes it, View reads it.
 	view atomic.Uint64
-}
-
-type call struct {
-	payload []byte
-	queued  time.Time
-	done    chan result
-}
-
-type result struct {
-	value []byte
-	err   error
 }
 
 // New dials every replica of the group and starts the client. ctx bounds
@@ -163,20 +153,35 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c := &Client{
-		cfg: cfg, n: len(keys), f: cfg.Cluster.F,
-		id: bft.ClientID(cfg.Key.Public().(ed25519.PublicKey)), signer: signer,
-		dom:     bft.NewDomain(cfg.Cluster.ClusterID, cfg.Group),
+		cfg:     cfg,
+		id:      bft.ClientID(cfg.Key.Public().(ed25519.PublicKey)),
 		calls:   make(chan *call, 4096),
 		replies: make(chan *bftpb.Reply, 4096),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	dom := bft.NewDomain(cfg.Cluster.ClusterID, cfg.Group)
+	macKeys := make([]auth.MACKey, len(keys))
 	for i, pub := range keys {
-		k, err := auth.DeriveMACKey(cfg.Key, pub)
-		if err != nil {
+		if macKeys[i], err = auth.DeriveMACKey(cfg.Key, pub); err != nil {
 			return nil, fmt.Errorf("client: MAC key for replica %d: %w", i, err)
 		}
-		c.macKeys = append(c.macKeys, k)
+	}
+	core := CoreConfig{
+		ID: c.id, F: cfg.Cluster.F, N: len(keys), Domain: dom, Sign: signer.Sign,
+		VerifyReply: func(rep *bftpb.Reply) bool {
+			mac := rep.Mac
+			rep.Mac = nil
+			ok := auth.VerifyMAC(macKeys[rep.Replica], dom.ReplyBytes(rep), mac) == nil
+			rep.Mac = mac
+			return ok
+		},
+		SignBytes: cfg.SignBytes,
+		VerifySignature: func(r bft.ReplicaID, msg, sig []byte) bool {
+			return int(r) < len(keys) && ed25519.Verify(keys[r], msg, sig)
+		},
+		Window: cfg.Window, InFlight: cfg.InFlight, Timeout: cfg.Timeout,
+		MaxEnvelopeCalls: cfg.MaxEnvelopeCalls, MaxEnvelopeBytes: cfg.MaxEnvelopeBytes, Metrics: cfg.Metrics,
 	}
 	c.connCtx, c.cancelConn = context.WithCancel(context.Background())
 	for _, rep := range g.ReplicasByIndex() {
@@ -214,13 +219,48 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			}
 		}()
 	}
+	c.core = NewCore(core, c.conns, cfg.Now())
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer close(c.done)
-		newLoop(c).run()
+		c.run()
 	}()
 	return c, nil
+}
+
+// run owns the core: it feeds it calls, replies and ticks.
+func (c *Client) run() {
+	resolution := c.cfg.Timeout / 4
+	if resolution > 50*time.Millisecond {
+		resolution = 50 * time.Millisecond
+	}
+	tick := time.NewTicker(resolution)
+	defer tick.Stop()
+	for {
+		select {
+		case cl := <-c.calls:
+			c.core.queue = append(c.core.queue, cl)
+			// Take every call already waiting, so they share an envelope (C1).
+			for drained := false; !drained; {
+				select {
+				case cl := <-c.calls:
+					c.core.queue = append(c.core.queue, cl)
+				default:
+					drained = true
+				}
+			}
+		case rep := <-c.replies:
+			c.core.Deliver(rep, c.cfg.Now())
+			c.view.Store(uint64(c.core.View()))
+		case <-tick.C:
+			c.core.Tick(c.cfg.Now())
+		case <-c.stop:
+			c.core.FailAll(ErrClosed)
+			return
+		}
+		c.core.Flush(c.cfg.Now())
+	}
 }
 
 // View returns the view the client believes current: the lowest view among
@@ -234,21 +274,30 @@ func (c *Client) ID() bft.ClientID { return c.id }
 // matching replies. If ctx ends first Invoke returns ctx.Err(); the call
 // may still execute.
 func (c *Client) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	cl := &call{payload: payload, queued: c.cfg.Now(), done: make(chan result, 1)}
+	v, _, err := c.InvokeSigned(ctx, payload)
+	return v, err
+}
+
+// InvokeSigned is Invoke for calls whose results replicas sign
+// (Config.SignBytes): with the result it returns the signatures of the
+// replicas whose f+1 (or more) matching replies made it accepted.
+func (c *Client) InvokeSigned(ctx context.Context, payload []byte) ([]byte, []Signed, error) {
+	ch := make(chan Result, 1)
+	cl := &call{payload: payload, queued: c.cfg.Now(), done: func(r Result) { ch <- r }}
 	select {
 	case c.calls <- cl:
 	case <-c.done:
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	select {
-	case res := <-cl.done:
-		return res.value, res.err
+	case res := <-ch:
+		return res.Value, res.Sigs, res.Err
 	case <-c.done:
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 }
 
@@ -269,26 +318,3 @@ func (c *Client) closeConns() {
 	}
 }
 
-// verifyReply checks a reply's MAC under the pairwise key of its replica.
-func (c *Client) verifyReply(rep *bftpb.Reply) bool {
-	if int(rep.Replica) >= c.n || !bytes.Equal(rep.Client, []byte(c.id)) {
-		return false
-	}
-	mac := rep.Mac
-	rep.Mac = nil
-	ok := auth.VerifyMAC(c.macKeys[rep.Replica], c.dom.ReplyBytes(rep), mac) == nil
-	rep.Mac = mac
-	return ok
-}
-
-// decodeResults splits an envelope's result into one result per call.
-func decodeResults(b []byte, calls int) ([][]byte, error) {
-	res, err := envelope.DecodeResults(b)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadReply, err)
-	}
-	if len(res) != calls {
-		return nil, fmt.Errorf("%w: %d results for %d calls", ErrBadReply, len(res), calls)
-	}
-	return res, nil
-}

@@ -3,7 +3,9 @@ package replica
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,4 +184,26 @@ func TestWholeGroupRestartKeepsEveryAcceptedCallExactlyOnce(t *testing.T) {
 		}
 	}
 	t.Logf("%d accepted calls verified after restarting every replica", len(accepted))
+}
+
+// DESIGN.md §3.2: a call the application's Validate rejects gets an error
+// reply, never silence; the client fails it with the reason long before its
+// retransmission timeout, and the group goes on serving valid calls.
+func TestInvalidCallGetsRejectionNotSilence(t *testing.T) {
+	g := countAppGroup(t, nil)
+	c := g.client(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Invoke(ctx, nil) // countApp refuses empty calls
+	var rej *client.RejectedError
+	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "empty call") {
+		t.Fatalf("got %v, want a rejection naming the empty call", err)
+	}
+	if d := time.Since(start); d > 400*time.Millisecond {
+		t.Fatalf("rejection took %v: the client waited for a timeout", d)
+	}
+	if _, err := c.Invoke(ctx, []byte("ok")); err != nil {
+		t.Fatal(err)
+	}
 }
