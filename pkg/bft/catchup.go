@@ -96,7 +96,11 @@ func (n *Node) onStatus(from ReplicaID, st *bftpb.Status) {
 // stable checkpoint certificate from a peer that reports more progress
 // (G3), at most once per status interval, rotating over peers.
 func (n *Node) catchUp() {
-	if n.transfer != nil || n.now-n.lastFetch < uint64(n.cfg.StatusInterval) {
+	if n.now-n.lastFetch < uint64(n.cfg.StatusInterval) {
+		return
+	}
+	if n.transfer != nil {
+		n.supersedeTransfer()
 		return
 	}
 	// Not stuck if the next batch is committed and merely executing.
@@ -106,7 +110,10 @@ func (n *Node) catchUp() {
 	for i := 1; i <= n.cfg.N; i++ {
 		id := (n.fetchPeer + i) % n.cfg.N
 		p := &n.peers[id]
-		if ReplicaID(id) == n.cfg.ID || !p.known || (p.lastExecuted <= n.execCursor && p.stable <= n.execCursor) {
+		// A peer is ahead if it executed more, or if its stable checkpoint is
+		// above ours: without that certificate the high watermark stays
+		// where it is and batches beyond it cannot be taken (G2, G3).
+		if ReplicaID(id) == n.cfg.ID || !p.known || (p.lastExecuted <= n.execCursor && p.stable <= n.h) {
 			continue
 		}
 		from := n.execCursor + 1
@@ -121,6 +128,29 @@ func (n *Node) catchUp() {
 		n.stats.Fetches++
 		n.send(ReplicaID(id), &bftpb.Message{Body: &bftpb.Message_Fetch{Fetch: &bftpb.Fetch{
 			Kind: bftpb.Fetch_KIND_COMMITTED, FromSeq: uint64(from), ToSeq: uint64(to), Replica: uint32(n.cfg.ID),
+		}}})
+		return
+	}
+}
+
+// supersedeTransfer handles a state transfer whose target the group has
+// moved past (G3): peers keep the state of their checkpoints only from their
+// stable checkpoint up, so once every peer's stable checkpoint is above the
+// target nobody can serve it, and waiting for it would never end — as after
+// a restart that reloaded an old target. A peer that reports a newer stable
+// checkpoint is asked for its certificate (a COMMITTED fetch from below its
+// h answers with it), and the newer certificate supersedes the target.
+func (n *Node) supersedeTransfer() {
+	for i := 1; i <= n.cfg.N; i++ {
+		id := (n.fetchPeer + i) % n.cfg.N
+		p := &n.peers[id]
+		if ReplicaID(id) == n.cfg.ID || !p.known || p.stable <= n.transfer.Seq {
+			continue
+		}
+		n.fetchPeer, n.lastFetch = id, n.now
+		n.stats.Fetches++
+		n.send(ReplicaID(id), &bftpb.Message{Body: &bftpb.Message_Fetch{Fetch: &bftpb.Fetch{
+			Kind: bftpb.Fetch_KIND_COMMITTED, FromSeq: uint64(n.transfer.Seq), ToSeq: uint64(n.transfer.Seq), Replica: uint32(n.cfg.ID),
 		}}})
 		return
 	}
@@ -150,7 +180,12 @@ func (n *Node) onFetch(from ReplicaID, f *bftpb.Fetch) {
 			return
 		}
 		p.lastServed = n.now
-		if SeqNum(f.FromSeq) <= n.h && n.stable != nil {
+		// The stable certificate goes to a peer that asks from below it, and
+		// to one whose last status showed an older stable checkpoint: it may
+		// have executed up to our h without ever collecting 2f+1 CHECKPOINTs
+		// for it (they were sent while it was down), and without the
+		// certificate its watermarks cannot move (G2, G3).
+		if n.stable != nil && (SeqNum(f.FromSeq) <= n.h || p.stable < n.h) {
 			n.send(from, &bftpb.Message{Body: &bftpb.Message_CheckpointCert{CheckpointCert: n.stable}})
 		}
 		sent := 0

@@ -68,3 +68,27 @@ func computeNewView(vcs []*bftpb.ViewChange, null Digest) nvPlan {
 	}
 	return plan
 }
+
+// buildNewView is V4 at the primary of view v: it computes O from the 2f+1
+// VIEW-CHANGEs vcs and signs each of O's PRE-PREPAREs (so they can later
+// appear in prepared certificates) and the NEW-VIEW.
+func buildNewView(dom *Domain, s Signer, v View, self ReplicaID, vcs []*bftpb.ViewChange, null Digest) (*bftpb.NewView, nvPlan) {
+	plan := computeNewView(vcs, null)
+	nv := &bftpb.NewView{View: uint64(v), ViewChanges: vcs, Replica: uint32(self)}
+	for _, e := range plan.entries {
+		pp := &bftpb.PrePrepare{View: uint64(v), Seq: uint64(e.seq), Digest: append([]byte(nil), e.digest[:]...), Replica: uint32(self)}
+		pp.Signature = s.Sign(dom.PrePrepareBytes(pp))
+		nv.PrePrepares = append(nv.PrePrepares, pp)
+	}
+	nv.Signature = s.Sign(dom.NewViewBytes(nv))
+	return nv, plan
+}
+
+// BuildNewView returns the NEW-VIEW the primary self of view v sends for
+// the VIEW-CHANGEs vcs (V4), signed with s. The simulator's Byzantine
+// primaries use it to send valid NEW-VIEWs built from the VIEW-CHANGEs they
+// choose.
+func BuildNewView(dom *Domain, s Signer, v View, self ReplicaID, vcs []*bftpb.ViewChange) *bftpb.NewView {
+	nv, _ := buildNewView(dom, s, v, self, vcs, dom.BatchDigest(&bftpb.Batch{}))
+	return nv
+}

@@ -31,4 +31,8 @@ type Stats struct {
 	StateTransfers    uint64
 	Fetches           uint64 // catch-up fetches sent
 	CommittedFetched  uint64 // batches learned through commit certificates
+	// NewViewsAboveExecuted counts views entered whose NEW-VIEW's min-s was
+	// above the last executed sequence number: the window in which a
+	// backup must refuse PRE-PREPAREs at or below min-s (V5, G2).
+	NewViewsAboveExecuted uint64
 }

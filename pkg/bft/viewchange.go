@@ -196,14 +196,7 @@ func (n *Node) sendNewView() {
 			vcs = append(vcs, vc)
 		}
 	}
-	plan := computeNewView(vcs, n.null)
-	nv := &bftpb.NewView{View: uint64(n.view), ViewChanges: vcs, Replica: uint32(n.cfg.ID)}
-	for _, e := range plan.entries {
-		pp := &bftpb.PrePrepare{View: uint64(n.view), Seq: uint64(e.seq), Digest: append([]byte(nil), e.digest[:]...), Replica: uint32(n.cfg.ID)}
-		pp.Signature = n.sign(n.dom.PrePrepareBytes(pp))
-		nv.PrePrepares = append(nv.PrePrepares, pp)
-	}
-	nv.Signature = n.sign(n.dom.NewViewBytes(nv))
+	nv, plan := buildNewView(&n.dom, n.cfg.Signer, n.view, n.cfg.ID, vcs, n.null)
 	n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_NewView{NewView: nv}})
 	n.broadcast(&bftpb.Message{Body: &bftpb.Message_NewView{NewView: nv}})
 	n.log.Debugf("r%d: NEW-VIEW %d: min-s %d max-s %d", n.cfg.ID, n.view, plan.minS, plan.maxS)
@@ -229,6 +222,9 @@ func (n *Node) enterView(nv *bftpb.NewView, plan nvPlan) {
 	v := View(nv.View)
 	n.view, n.viewChanging, n.hsDirty = v, false, true
 	n.stats.NewViews++
+	if plan.minS > n.lastExecuted {
+		n.stats.NewViewsAboveExecuted++
+	}
 	n.vc.timer.stop()
 	n.vc.own = nil
 	n.vc.newView = nv

@@ -31,6 +31,9 @@ type Options struct {
 	// VerifyDigestOnOpen makes Open recompute the digest by a full scan and
 	// fail with ErrCorrupt if it differs from the persisted one.
 	VerifyDigestOnOpen bool
+	// ReadOnly opens an existing store without writing to it (saved
+	// checkpoints are opened so).
+	ReadOnly bool
 
 	// stagingFileSize is the target size of the sstables InstallCheckpoint
 	// stages; 0 means defaultStagingFileSize. Tests lower it.
@@ -91,11 +94,13 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.Metrics != nil {
 		fs = syncCountingFS{FS: fs, m: opts.Metrics}
 	}
-	if err := createDir(fs, dir); err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
-	}
-	if err := fs.RemoveAll(fs.PathJoin(dir, stagingDirName)); err != nil {
-		return nil, fmt.Errorf("storage: open %s: remove checkpoint staging: %w", dir, err)
+	if !opts.ReadOnly {
+		if err := createDir(fs, dir); err != nil {
+			return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+		}
+		if err := fs.RemoveAll(fs.PathJoin(dir, stagingDirName)); err != nil {
+			return nil, fmt.Errorf("storage: open %s: remove checkpoint staging: %w", dir, err)
+		}
 	}
 
 	cacheSize := opts.CacheSize
@@ -113,6 +118,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{logger},
+		ReadOnly:           opts.ReadOnly,
 	}
 	if opts.MemTableSize != 0 {
 		popts.MemTableSize = opts.MemTableSize
@@ -197,6 +203,8 @@ func syncDir(fs vfs.FS, dir string) error {
 func (e *Engine) loadOrInit() error {
 	v, err := getCopy(e.db, formatKey)
 	switch {
+	case errors.Is(err, ErrNotFound) && e.opts.ReadOnly:
+		return fmt.Errorf("%w: no format marker in a store opened read-only", ErrCorrupt)
 	case errors.Is(err, ErrNotFound):
 		// A new store: the marker and the empty digest go in one synced
 		// batch, before any other write, so a store with data always has

@@ -20,6 +20,9 @@ type Snapshot struct {
 	mu     sync.RWMutex
 	s      *pebble.Snapshot
 	closed bool
+	// onClose, if set, runs after the snapshot is released (a snapshot of a
+	// saved checkpoint closes the checkpoint's store).
+	onClose func() error
 }
 
 // NewSnapshot returns a snapshot of the committed state.
@@ -119,6 +122,12 @@ func (s *Snapshot) Close() error {
 		delete(s.e.snaps, s)
 	}
 	s.e.snapMu.Unlock()
+	if s.onClose != nil {
+		if cerr := s.onClose(); cerr != nil && err == nil {
+			err = cerr
+		}
+		s.onClose = nil
+	}
 	return err
 }
 

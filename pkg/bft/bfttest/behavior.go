@@ -3,6 +3,8 @@ package bfttest
 import (
 	"google.golang.org/protobuf/proto"
 
+	"github.com/augustus-db/augustus/pkg/storage"
+
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 )
@@ -12,41 +14,45 @@ import (
 // it, injects messages of its own, or crashes it.
 type Behavior interface {
 	Name() string
-	// Benign behaviours (crash and recovery) keep the replica correct: the
-	// safety checkers still apply to it.
+	// Benign behaviours keep the replica correct: the safety checkers
+	// still apply to it.
 	Benign() bool
-	Init(r *replica)
-	Tick(r *replica)
+	Init(r *SimReplica)
+	Tick(r *SimReplica)
+	// Incoming sees each verified message before the node does.
+	Incoming(r *SimReplica, m *bftpb.Message)
 	// Outgoing returns what actually goes to replica to instead of m.
-	Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message
+	Outgoing(r *SimReplica, to int, m *bftpb.Message) []*bftpb.Message
 	// Reply returns what goes to the client instead of rep (nil: nothing).
-	Reply(r *replica, rep *bftpb.Reply) *bftpb.Reply
-	// CrashAfterPersist crashes the replica after a Ready was persisted and
-	// before its messages left.
-	CrashAfterPersist(r *replica) bool
-	// Snapshot may tamper with state this replica serves in a transfer.
-	Snapshot(r *replica, snap *App)
+	Reply(r *SimReplica, rep *bftpb.Reply) *bftpb.Reply
+	// Snapshot may tamper with the state this replica serves in a transfer.
+	Snapshot(r *SimReplica, chunks []storage.Chunk) []storage.Chunk
 }
 
 // base implements Behavior as a correct replica; behaviours embed it.
 type base struct{}
 
-func (base) Benign() bool  { return false }
-func (base) Init(*replica) {}
-func (base) Tick(*replica) {}
-func (base) Outgoing(_ *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+func (base) Benign() bool                         { return false }
+func (base) Init(*SimReplica)                     {}
+func (base) Tick(*SimReplica)                     {}
+func (base) Incoming(*SimReplica, *bftpb.Message) {}
+func (base) Outgoing(_ *SimReplica, _ int, m *bftpb.Message) []*bftpb.Message {
 	return []*bftpb.Message{m}
 }
-func (base) Reply(_ *replica, rep *bftpb.Reply) *bftpb.Reply { return rep }
-func (base) CrashAfterPersist(*replica) bool                 { return false }
-func (base) Snapshot(*replica, *App)                         {}
+func (base) Reply(_ *SimReplica, rep *bftpb.Reply) *bftpb.Reply { return rep }
+func (base) Snapshot(_ *SimReplica, c []storage.Chunk) []storage.Chunk {
+	return c
+}
 
 func clone(m *bftpb.Message) *bftpb.Message { return proto.Clone(m).(*bftpb.Message) }
 
+// signer returns the replica's signing key.
+func (r *SimReplica) signer() bft.Signer { return r.g.Keys.ReplicaSigner(r.id) }
+
 // resign recomputes the signature of every signed body of m with r's key.
-func resign(r *replica, m *bftpb.Message) {
-	d := r.sim.dom
-	sg := r.cfg.Signer
+func resign(r *SimReplica, m *bftpb.Message) {
+	d := r.g.dom
+	sg := r.signer()
 	switch b := m.Body.(type) {
 	case *bftpb.Message_PrePrepare:
 		b.PrePrepare.Signature = sg.Sign(d.PrePrepareBytes(b.PrePrepare))
@@ -63,10 +69,10 @@ func resign(r *replica, m *bftpb.Message) {
 	}
 }
 
-func (r *replica) randDigest() []byte {
+func (r *SimReplica) randDigest() []byte {
 	d := make([]byte, 32)
 	for i := range d {
-		d[i] = byte(r.sim.rng.IntN(256))
+		d[i] = byte(r.g.w.rng.IntN(256))
 	}
 	return d
 }
@@ -74,38 +80,16 @@ func (r *replica) randDigest() []byte {
 // Silent sends nothing at all.
 type Silent struct{ base }
 
-func (Silent) Name() string                                            { return "silent" }
-func (Silent) Outgoing(*replica, int, *bftpb.Message) []*bftpb.Message { return nil }
-func (Silent) Reply(*replica, *bftpb.Reply) *bftpb.Reply               { return nil }
-
-// CrashRecover crashes at random moments before the network heals —
-// sometimes between persisting and sending — and restarts from its store.
-type CrashRecover struct{ base }
-
-func (CrashRecover) Name() string { return "crash-recover" }
-func (CrashRecover) Benign() bool { return true }
-func (CrashRecover) Init(r *replica) {
-	s := r.sim
-	for i := 0; i < 1+s.rng.IntN(3); i++ {
-		at := s.rng.Int64N(s.opts.HealAt + 1)
-		s.at(at, func() {
-			if r.up {
-				r.crash()
-				s.scheduleRestart(r)
-			}
-		})
-	}
-}
-func (CrashRecover) CrashAfterPersist(r *replica) bool {
-	return r.sim.chaotic() && r.sim.rng.IntN(50) == 0
-}
+func (Silent) Name() string                                               { return "silent" }
+func (Silent) Outgoing(*SimReplica, int, *bftpb.Message) []*bftpb.Message { return nil }
+func (Silent) Reply(*SimReplica, *bftpb.Reply) *bftpb.Reply               { return nil }
 
 // Equivocate, as primary, sends different PRE-PREPAREs for one (v, s) to
 // different backups (a shorter batch, correctly signed).
 type Equivocate struct{ base }
 
 func (Equivocate) Name() string { return "equivocate" }
-func (Equivocate) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message {
+func (Equivocate) Outgoing(r *SimReplica, to int, m *bftpb.Message) []*bftpb.Message {
 	pp := m.GetPrePrepare()
 	if pp == nil || pp.Batch == nil || to%2 == 0 {
 		return []*bftpb.Message{m}
@@ -115,7 +99,7 @@ func (Equivocate) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Messag
 	if n := len(cpp.Batch.Requests); n > 0 {
 		cpp.Batch.Requests = cpp.Batch.Requests[:n-1]
 	}
-	d := r.sim.dom.BatchDigest(cpp.Batch)
+	d := r.g.dom.BatchDigest(cpp.Batch)
 	cpp.Digest = d[:]
 	resign(r, c)
 	return []*bftpb.Message{c}
@@ -125,7 +109,7 @@ func (Equivocate) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Messag
 type WrongDigest struct{ base }
 
 func (WrongDigest) Name() string { return "wrong-digest" }
-func (WrongDigest) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+func (WrongDigest) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb.Message {
 	switch m.Body.(type) {
 	case *bftpb.Message_Prepare, *bftpb.Message_Commit:
 		c := clone(m)
@@ -144,7 +128,7 @@ func (WrongDigest) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Messag
 type CorruptSignatures struct{ base }
 
 func (CorruptSignatures) Name() string { return "corrupt-signatures" }
-func (CorruptSignatures) Outgoing(_ *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+func (CorruptSignatures) Outgoing(_ *SimReplica, _ int, m *bftpb.Message) []*bftpb.Message {
 	c := clone(m)
 	flip := func(b []byte) {
 		if len(b) > 0 {
@@ -173,8 +157,8 @@ func (CorruptSignatures) Outgoing(_ *replica, _ int, m *bftpb.Message) []*bftpb.
 type Forge struct{ base }
 
 func (Forge) Name() string { return "forge" }
-func (Forge) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message {
-	other := (r.id + 1 + r.sim.rng.IntN(len(r.sim.replicas)-1)) % len(r.sim.replicas)
+func (Forge) Outgoing(r *SimReplica, to int, m *bftpb.Message) []*bftpb.Message {
+	other := (r.id + 1 + r.g.w.rng.IntN(r.g.N-1)) % r.g.N
 	c := clone(m)
 	c.From = uint32(other)
 	switch b := c.Body.(type) {
@@ -202,14 +186,14 @@ func (Forge) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message {
 type Replay struct{ base }
 
 func (Replay) Name() string { return "replay" }
-func (Replay) Tick(r *replica) {
-	if len(r.sent) == 0 || r.sim.rng.IntN(5) != 0 {
+func (Replay) Tick(r *SimReplica) {
+	if len(r.sent) == 0 || r.g.w.rng.IntN(5) != 0 {
 		return
 	}
-	b := r.sent[r.sim.rng.IntN(len(r.sent))]
-	to := r.sim.rng.IntN(len(r.sim.replicas))
+	b := r.sent[r.g.w.rng.IntN(len(r.sent))]
+	to := r.g.w.rng.IntN(r.g.N)
 	if to != r.id {
-		r.sim.sendReplicaMsg(r.id, to, b)
+		r.g.sendReplicaMsg(r, to, b)
 	}
 }
 
@@ -219,43 +203,44 @@ func (Replay) Tick(r *replica) {
 type BogusViewChange struct{ base }
 
 func (BogusViewChange) Name() string { return "bogus-view-change" }
-func (BogusViewChange) Tick(r *replica) {
-	s := r.sim
-	if s.rng.IntN(20) != 0 || !r.up {
+func (BogusViewChange) Tick(r *SimReplica) {
+	s := r.g
+	rng := s.w.rng
+	if rng.IntN(20) != 0 || !r.up {
 		return
 	}
-	v, _ := r.node.View()
-	vc := &bftpb.ViewChange{View: uint64(v) + 1 + uint64(s.rng.IntN(3)), Replica: uint32(r.id)}
-	switch s.rng.IntN(3) {
+	v, _ := r.Node().View()
+	vc := &bftpb.ViewChange{View: uint64(v) + 1 + uint64(rng.IntN(3)), Replica: uint32(r.id)}
+	switch rng.IntN(3) {
 	case 0: // a prepared certificate whose PREPAREs it signed itself as others
-		pp := &bftpb.PrePrepare{View: uint64(v), Seq: uint64(r.node.LowWatermark()) + 1, Digest: r.randDigest(), Replica: uint32(bft.PrimaryOf(v, len(s.replicas)))}
-		pp.Signature = r.cfg.Signer.Sign(s.dom.PrePrepareBytes(pp))
+		pp := &bftpb.PrePrepare{View: uint64(v), Seq: uint64(r.Node().LowWatermark()) + 1, Digest: r.randDigest(), Replica: uint32(bft.PrimaryOf(v, s.N))}
+		pp.Signature = r.signer().Sign(s.dom.PrePrepareBytes(pp))
 		pc := &bftpb.PreparedCert{PrePrepare: pp}
-		for i := 0; i < 2*s.opts.F; i++ {
-			p := &bftpb.Prepare{View: pp.View, Seq: pp.Seq, Digest: pp.Digest, Replica: uint32((int(pp.Replica) + 1 + i) % len(s.replicas))}
-			p.Signature = r.cfg.Signer.Sign(s.dom.PrepareBytes(p))
+		for i := 0; i < 2*s.F; i++ {
+			p := &bftpb.Prepare{View: pp.View, Seq: pp.Seq, Digest: pp.Digest, Replica: uint32((int(pp.Replica) + 1 + i) % s.N)}
+			p.Signature = r.signer().Sign(s.dom.PrepareBytes(p))
 			pc.Prepares = append(pc.Prepares, p)
 		}
 		vc.Prepared = append(vc.Prepared, pc)
 	case 1: // a checkpoint certificate made of its own checkpoint repeated
-		cp := &bftpb.Checkpoint{Seq: uint64(r.cfg.CheckpointInterval) * 7, StateDigest: r.randDigest(), Replica: uint32(r.id)}
-		cp.Signature = r.cfg.Signer.Sign(s.dom.CheckpointBytes(cp))
+		cp := &bftpb.Checkpoint{Seq: uint64(r.g.coreConfig(r.id).CheckpointInterval) * 7, StateDigest: r.randDigest(), Replica: uint32(r.id)}
+		cp.Signature = r.signer().Sign(s.dom.CheckpointBytes(cp))
 		vc.StableSeq, vc.StableDigest = cp.Seq, cp.StateDigest
-		for i := 0; i < 2*s.opts.F+1; i++ {
+		for i := 0; i < 2*s.F+1; i++ {
 			vc.CheckpointCert = append(vc.CheckpointCert, cp)
 		}
 	default: // valid, for a view far ahead
 		vc.View += 10
-		if st := r.node.StableCheckpoint(); st != nil {
+		if st := r.Node().StableCheckpoint(); st != nil {
 			vc.StableSeq, vc.StableDigest, vc.CheckpointCert = st.Seq, st.StateDigest, st.Checkpoints
 		}
 	}
-	vc.Signature = r.cfg.Signer.Sign(s.dom.ViewChangeBytes(vc))
+	vc.Signature = r.signer().Sign(s.dom.ViewChangeBytes(vc))
 	m := &bftpb.Message{From: uint32(r.id), Body: &bftpb.Message_ViewChange{ViewChange: vc}}
 	b, _ := proto.Marshal(m)
-	for to := range s.replicas {
+	for to := 0; to < s.N; to++ {
 		if to != r.id {
-			s.sendReplicaMsg(r.id, to, b)
+			s.sendReplicaMsg(r, to, b)
 		}
 	}
 }
@@ -265,21 +250,21 @@ func (BogusViewChange) Tick(r *replica) {
 type BogusNewView struct{ base }
 
 func (BogusNewView) Name() string { return "bogus-new-view" }
-func (BogusNewView) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+func (BogusNewView) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb.Message {
 	nv := m.GetNewView()
 	if nv == nil {
 		return []*bftpb.Message{m}
 	}
 	c := clone(m)
 	cnv := c.GetNewView()
-	null := r.sim.dom.BatchDigest(&bftpb.Batch{})
+	null := r.g.dom.BatchDigest(&bftpb.Batch{})
 	if len(cnv.PrePrepares) > 0 {
 		pp := cnv.PrePrepares[0]
 		pp.Digest = null[:]
-		pp.Signature = r.cfg.Signer.Sign(r.sim.dom.PrePrepareBytes(pp))
+		pp.Signature = r.signer().Sign(r.g.dom.PrePrepareBytes(pp))
 	} else {
-		pp := &bftpb.PrePrepare{View: cnv.View, Seq: uint64(r.node.LowWatermark()) + 1, Digest: r.randDigest(), Replica: uint32(r.id)}
-		pp.Signature = r.cfg.Signer.Sign(r.sim.dom.PrePrepareBytes(pp))
+		pp := &bftpb.PrePrepare{View: cnv.View, Seq: uint64(r.Node().LowWatermark()) + 1, Digest: r.randDigest(), Replica: uint32(r.id)}
+		pp.Signature = r.signer().Sign(r.g.dom.PrePrepareBytes(pp))
 		cnv.PrePrepares = append(cnv.PrePrepares, pp)
 	}
 	resign(r, c)
@@ -291,31 +276,50 @@ func (BogusNewView) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Messa
 type BogusCheckpoint struct{ base }
 
 func (BogusCheckpoint) Name() string { return "bogus-checkpoint" }
-func (BogusCheckpoint) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+func (BogusCheckpoint) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb.Message {
 	if m.GetCheckpoint() == nil {
 		return []*bftpb.Message{m}
 	}
 	c := clone(m)
 	cp := c.GetCheckpoint()
 	cp.StateDigest = r.randDigest()
-	if r.sim.rng.IntN(3) == 0 {
-		cp.Seq += uint64(r.cfg.LogWindow) * uint64(1+r.sim.rng.IntN(5))
+	if r.g.w.rng.IntN(3) == 0 {
+		cp.Seq += uint64(r.g.coreConfig(r.id).LogWindow) * uint64(1+r.g.w.rng.IntN(5))
 	}
 	resign(r, c)
 	return []*bftpb.Message{c}
 }
 
-// Snapshot serves corrupted state to replicas that transfer state from it.
-func (BogusCheckpoint) Snapshot(_ *replica, snap *App) { snap.Corrupt() }
+// Snapshot serves corrupted state to replicas that transfer state from it:
+// a value changed, an entry dropped, or a chunk left out.
+func (BogusCheckpoint) Snapshot(r *SimReplica, chunks []storage.Chunk) []storage.Chunk {
+	rng := r.g.w.rng
+	if len(chunks) == 0 {
+		return chunks
+	}
+	c := &chunks[rng.IntN(len(chunks))]
+	switch {
+	case len(c.Entries) > 0 && rng.IntN(2) == 0:
+		e := &c.Entries[rng.IntN(len(c.Entries))]
+		e.Value = append(append([]byte(nil), e.Value...), 'x')
+	case len(c.Entries) > 0:
+		i := rng.IntN(len(c.Entries))
+		c.Entries = append(c.Entries[:i:i], c.Entries[i+1:]...)
+	case len(chunks) > 1:
+		i := rng.IntN(len(chunks) - 1)
+		chunks = append(chunks[:i:i], chunks[i+1:]...)
+	}
+	return chunks
+}
 
 // LyingReplies answers clients with wrong results (correctly MACed).
 type LyingReplies struct{ base }
 
 func (LyingReplies) Name() string { return "lying-replies" }
-func (LyingReplies) Reply(r *replica, rep *bftpb.Reply) *bftpb.Reply {
+func (LyingReplies) Reply(r *SimReplica, rep *bftpb.Reply) *bftpb.Reply {
 	c := proto.Clone(rep).(*bftpb.Reply)
 	c.Result = append([]byte("lie"), c.Result...)
-	if r.sim.rng.IntN(4) == 0 {
+	if r.g.w.rng.IntN(4) == 0 {
 		c.Status = bftpb.ReplyStatus_REPLY_STATUS_STALE
 	}
 	return c
@@ -326,16 +330,16 @@ func (LyingReplies) Reply(r *replica, rep *bftpb.Reply) *bftpb.Reply {
 type SeqAbuse struct{ base }
 
 func (SeqAbuse) Name() string { return "seq-abuse" }
-func (SeqAbuse) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message {
+func (SeqAbuse) Outgoing(r *SimReplica, to int, m *bftpb.Message) []*bftpb.Message {
 	pp := m.GetPrePrepare()
 	if pp == nil || pp.Batch == nil {
 		return []*bftpb.Message{m}
 	}
 	c := clone(m)
 	cpp := c.GetPrePrepare()
-	switch r.sim.rng.IntN(4) {
+	switch r.g.w.rng.IntN(4) {
 	case 0: // beyond H
-		cpp.Seq += uint64(r.cfg.LogWindow) + 1
+		cpp.Seq += uint64(r.g.coreConfig(r.id).LogWindow) + 1
 	case 1: // another batch at the same seq (an empty one)
 		cpp.Batch = &bftpb.Batch{}
 	case 2: // an invalid request: payload changed under the client's signature
@@ -345,7 +349,7 @@ func (SeqAbuse) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message 
 	default: // skip ahead, leaving a gap
 		cpp.Seq++
 	}
-	d := r.sim.dom.BatchDigest(cpp.Batch)
+	d := r.g.dom.BatchDigest(cpp.Batch)
 	cpp.Digest = d[:]
 	resign(r, c)
 	return []*bftpb.Message{c}
@@ -357,7 +361,7 @@ func (SeqAbuse) Outgoing(r *replica, to int, m *bftpb.Message) []*bftpb.Message 
 type EarlyPrePrepare struct{ base }
 
 func (EarlyPrePrepare) Name() string { return "early-pre-prepare" }
-func (EarlyPrePrepare) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Message {
+func (EarlyPrePrepare) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb.Message {
 	nv := m.GetNewView()
 	if nv == nil {
 		return []*bftpb.Message{m}
@@ -365,20 +369,20 @@ func (EarlyPrePrepare) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Me
 	var out []*bftpb.Message
 	for _, o := range nv.PrePrepares {
 		batch := &bftpb.Batch{}
-		if len(r.sim.issuedList) > 0 {
+		if len(r.g.issuedList) > 0 {
 			// A real, validly signed request, so the batch is valid.
-			batch.Requests = append(batch.Requests, r.sim.issuedList[r.sim.rng.IntN(len(r.sim.issuedList))])
+			batch.Requests = append(batch.Requests, r.g.issuedList[r.g.w.rng.IntN(len(r.g.issuedList))])
 		}
-		d := r.sim.dom.BatchDigest(batch)
+		d := r.g.dom.BatchDigest(batch)
 		if string(d[:]) == string(o.Digest) {
 			continue
 		}
 		pp := &bftpb.PrePrepare{View: o.View, Seq: o.Seq, Digest: d[:], Replica: uint32(r.id), Batch: batch}
-		pp.Signature = r.cfg.Signer.Sign(r.sim.dom.PrePrepareBytes(pp))
+		pp.Signature = r.signer().Sign(r.g.dom.PrePrepareBytes(pp))
 		// And its own COMMIT for that batch, so that the backups it fools
 		// need only each other to commit it.
 		cm := &bftpb.Commit{View: o.View, Seq: o.Seq, Digest: d[:], Replica: uint32(r.id)}
-		cm.Signature = r.cfg.Signer.Sign(r.sim.dom.CommitBytes(cm))
+		cm.Signature = r.signer().Sign(r.g.dom.CommitBytes(cm))
 		out = append(out, &bftpb.Message{From: uint32(r.id), Body: &bftpb.Message_PrePrepare{PrePrepare: pp}},
 			&bftpb.Message{From: uint32(r.id), Body: &bftpb.Message_Commit{Commit: cm}})
 	}
@@ -387,6 +391,7 @@ func (EarlyPrePrepare) Outgoing(r *replica, _ int, m *bftpb.Message) []*bftpb.Me
 
 // AllBehaviors lists every Byzantine behaviour the simulator mixes.
 func AllBehaviors() []Behavior {
-	return []Behavior{Silent{}, CrashRecover{}, Equivocate{}, WrongDigest{}, CorruptSignatures{}, Forge{},
-		Replay{}, BogusViewChange{}, BogusNewView{}, BogusCheckpoint{}, LyingReplies{}, SeqAbuse{}, EarlyPrePrepare{}}
+	return []Behavior{Silent{}, Equivocate{}, WrongDigest{}, CorruptSignatures{}, Forge{},
+		Replay{}, BogusViewChange{}, BogusNewView{}, BogusCheckpoint{}, LyingReplies{}, SeqAbuse{}, EarlyPrePrepare{},
+		ViewChangeLies{}, ChoosyPrimary{}, EquivocateAtViewChange{}, EquivocateAtCheckpoint{}, Mutate{}}
 }

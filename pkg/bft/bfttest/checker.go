@@ -5,84 +5,172 @@ import (
 	"fmt"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+	"github.com/augustus-db/augustus/pkg/bft/envelope"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 )
 
-// The checkers. They see every execution of every correct replica and every
-// result a client accepts.
+// The checkers. They see every execution of every correct replica (as the
+// executor runs it), every result a client accepts, and at the end the
+// stores of the correct replicas.
+//
+//   - agreement: one batch digest per sequence number and one state digest
+//     per checkpoint across correct replicas;
+//   - validity: correct replicas execute only requests a client signed;
+//   - exactly-once: a correct replica executes a request at most once on
+//     any state it keeps (its state moves back only by a restart, which
+//     loses unsynced executions, or an install of a checkpoint);
+//   - client safety: a client accepts only results correct replicas
+//     computed (checkAccepted);
+//   - liveness: after the network heals every correct client's calls
+//     complete (Run);
+//   - durability: nothing a client saw accepted is lost, whatever power
+//     cuts hit however many replicas (the workload's final check).
 
-func (s *Sim) violation(format string, args ...any) {
-	msg := fmt.Sprintf("t=%dms: ", s.now/1000) + fmt.Sprintf(format, args...)
-	s.tracef("VIOLATION %s", msg)
-	if len(s.violations) < 20 {
-		s.violations = append(s.violations, msg)
-	}
-}
-
-// checkExecution: agreement (one digest per seq across correct replicas,
-// one state digest per checkpoint), validity (only issued requests, at most
-// once per replica), and records the results correct replicas computed.
-func (s *Sim) checkExecution(r *replica, ex *bft.Execution, results [][]byte, digest []byte) {
-	if d, ok := s.agreed[ex.Seq]; ok && d != ex.Digest {
-		s.violation("agreement: replica %d executed %s at seq %d, another correct replica %s", r.id, ex.Digest, ex.Seq, d)
-	} else if !ok {
-		s.agreed[ex.Seq] = ex.Digest
-	}
-	if digest != nil {
-		if d, ok := s.cpDigests[ex.Seq]; ok && !bytes.Equal(d, digest) {
-			s.violation("agreement: replica %d has state digest %x at checkpoint %d, another correct replica %x", r.id, digest[:4], ex.Seq, d[:4])
-		} else if !ok {
-			s.cpDigests[ex.Seq] = digest
-		}
-	}
-	for i, req := range ex.Execute {
-		key := reqKey{bft.ClientID(req.Client), req.Timestamp}
-		if !s.wasIssued(key, req.Payload) {
-			s.violation("validity: replica %d executed a request its client did not issue (%v ts %d)", r.id, key.client, key.ts)
-		}
-		if r.executed[key] {
-			s.violation("validity: replica %d executed %v ts %d twice", r.id, key.client, key.ts)
-		}
-		r.executed[key] = true
-		if prev, ok := s.results[key]; ok && !bytes.Equal(prev, results[i]) {
-			s.violation("agreement: replica %d computed a different result for %v ts %d", r.id, key.client, key.ts)
-		} else if !ok {
-			s.results[key] = results[i]
-		}
-	}
-}
-
-// checkAccepted: client safety — an accepted result is what correct
-// replicas computed; a correct client's request never turns stale.
-func (s *Sim) checkAccepted(c *client, rep *bftpb.Reply, latency int64) {
-	key := reqKey{c.id, rep.Timestamp}
-	if rep.Status != bftpb.ReplyStatus_REPLY_STATUS_OK {
-		s.violation("liveness: client %d request ts %d answered %v by f+1 replicas", c.idx, rep.Timestamp, rep.Status)
+// checkExecutions checks a job a replica's executor just ran.
+func (r *SimReplica) checkExecutions(job *host.Job, res *host.JobResult) {
+	if !r.correct() {
 		return
 	}
-	want, ok := s.results[key]
+	g := r.g
+	for i := range job.Executions {
+		ex := &job.Executions[i]
+		if d, ok := g.agreed[ex.Seq]; ok && d != ex.Digest {
+			g.w.Violation("agreement: %s executed %s at seq %d, another correct replica %s", r.name(), ex.Digest, ex.Seq, d)
+		} else if !ok {
+			g.agreed[ex.Seq] = ex.Digest
+		}
+		if digest := res.Digests[i]; digest != nil {
+			if d, ok := g.cpDigests[ex.Seq]; ok && !bytes.Equal(d, digest) {
+				g.w.Violation("agreement: %s has state digest %x at checkpoint %d, another correct replica %x", r.name(), digest[:4], ex.Seq, d[:4])
+			} else if !ok {
+				g.cpDigests[ex.Seq] = digest
+			}
+		}
+		// A re-execution after the state moved back starts over.
+		for k, s := range r.executed {
+			if s >= ex.Seq {
+				delete(r.executed, k)
+			}
+		}
+		for j, req := range ex.Execute {
+			key := reqKey{bft.ClientID(req.Client), req.Timestamp}
+			if !g.signed[string(g.dom.RequestBytes(req))] {
+				g.w.Violation("validity: %s executed a request its client did not sign (%v ts %d)", r.name(), key.client, key.ts)
+			}
+			if s, ok := r.executed[key]; ok {
+				g.w.Violation("exactly-once: %s executed %v ts %d at seq %d and again at seq %d", r.name(), key.client, key.ts, s, ex.Seq)
+			}
+			r.executed[key] = ex.Seq
+			g.recordResults(req.Payload, res.Results[i][j])
+		}
+	}
+}
+
+// recordResults remembers, per call, the result correct replicas computed,
+// keyed by the call's bytes (the workload makes every call unique).
+func (g *Group) recordResults(payload, result []byte) {
+	calls, err := envelope.DecodeCalls(payload)
+	if err != nil {
+		return
+	}
+	results, err := envelope.DecodeResults(result)
+	if err != nil || len(results) != len(calls) {
+		g.w.Violation("validity: %d results for %d calls", len(results), len(calls))
+		return
+	}
+	for i, c := range calls {
+		k := string(c)
+		if prev, ok := g.callResults[k]; ok && !bytes.Equal(prev, results[i]) {
+			g.w.Violation("agreement: correct replicas computed %x and %x for one call", prev, results[i])
+		} else if !ok {
+			g.callResults[k] = results[i]
+		}
+	}
+}
+
+// checkAccepted: a client accepts only a result correct replicas computed.
+func (g *Group) checkAccepted(who string, call, result []byte) {
+	want, ok := g.callResults[string(call)]
 	if !ok {
-		s.violation("client safety: client %d accepted a result for ts %d that no correct replica computed", c.idx, rep.Timestamp)
+		g.w.Violation("client safety: %s accepted a result for a call no correct replica executed", who)
 		return
 	}
-	if !bytes.Equal(want, rep.Result) {
-		s.violation("client safety: client %d accepted %x for ts %d, correct replicas computed %x", c.idx, rep.Result, rep.Timestamp, want)
+	if !bytes.Equal(want, result) {
+		g.w.Violation("client safety: %s accepted %x, correct replicas computed %x", who, result, want)
 	}
-	s.stats.accepted++
-	s.latencies = append(s.latencies, latency)
 }
 
-// issue records a request a client signed (a Byzantine client may sign
-// several payloads under one timestamp).
-func (s *Sim) issue(key reqKey, payload []byte) {
-	s.issued[key] = append(s.issued[key], payload)
+// Coverage counts the situations the adversary produced, so a run shows it
+// reached the corners where bugs hide (view changes racing state transfer
+// and catch-up, restarts mid-execution, NEW-VIEWs above the executed
+// sequence number, Twins equivocation).
+type Coverage struct {
+	ViewChanges                  uint64
+	NewViews                     uint64
+	NewViewsAboveExecuted        uint64
+	ViewChangesDuringTransfer    uint64
+	TransfersDuringViewChange    uint64
+	StateTransfers               uint64
+	Installs                     uint64
+	Crashes                      uint64
+	PowerCutsOfAll               uint64
+	CrashesBetweenPersistAndSend uint64
+	CrashesMidExecution          uint64
+	CrashesMidInstall            uint64
+	RestartsMidExecution         uint64
+	TwinsConflicts               uint64
+	Mutations                    uint64 // ByzzFuzz mutations sent
+	RejectedRequests             uint64
+
+	twinSent map[twinKey]string
 }
 
-func (s *Sim) wasIssued(key reqKey, payload []byte) bool {
-	for _, p := range s.issued[key] {
-		if bytes.Equal(p, payload) {
-			return true
+type twinKey struct {
+	group, slot, instance int
+	kind                  string
+	view, seq             uint64
+}
+
+// Add adds o to c.
+func (c *Coverage) Add(o *Coverage) {
+	c.ViewChanges += o.ViewChanges
+	c.NewViews += o.NewViews
+	c.NewViewsAboveExecuted += o.NewViewsAboveExecuted
+	c.ViewChangesDuringTransfer += o.ViewChangesDuringTransfer
+	c.TransfersDuringViewChange += o.TransfersDuringViewChange
+	c.StateTransfers += o.StateTransfers
+	c.Installs += o.Installs
+	c.Crashes += o.Crashes
+	c.PowerCutsOfAll += o.PowerCutsOfAll
+	c.CrashesBetweenPersistAndSend += o.CrashesBetweenPersistAndSend
+	c.CrashesMidExecution += o.CrashesMidExecution
+	c.CrashesMidInstall += o.CrashesMidInstall
+	c.RestartsMidExecution += o.RestartsMidExecution
+	c.TwinsConflicts += o.TwinsConflicts
+	c.Mutations += o.Mutations
+	c.RejectedRequests += o.RejectedRequests
+}
+
+func (c *Coverage) String() string {
+	return fmt.Sprintf("view changes %d (%d during state transfer), new views %d (%d with min-s above executed), "+
+		"state transfers %d (%d during view changes, %d installed), crashes %d (%d power cuts of all, %d between persist and send, "+
+		"%d mid-execution, %d mid-install, %d restarts with executions pending), Twins conflicts %d, mutations %d",
+		c.ViewChanges, c.ViewChangesDuringTransfer, c.NewViews, c.NewViewsAboveExecuted,
+		c.StateTransfers, c.TransfersDuringViewChange, c.Installs, c.Crashes, c.PowerCutsOfAll, c.CrashesBetweenPersistAndSend,
+		c.CrashesMidExecution, c.CrashesMidInstall, c.RestartsMidExecution, c.TwinsConflicts, c.Mutations)
+}
+
+// Zero lists the counters a default run must see above zero, by name.
+func (c *Coverage) Zero() []string {
+	var z []string
+	for name, v := range map[string]uint64{
+		"view changes": c.ViewChanges, "view changes during state transfer": c.ViewChangesDuringTransfer,
+		"state transfers during view changes": c.TransfersDuringViewChange, "restarts mid-execution": c.RestartsMidExecution,
+		"new views with min-s above executed": c.NewViewsAboveExecuted, "Twins conflicts": c.TwinsConflicts,
+	} {
+		if v == 0 {
+			z = append(z, name)
 		}
 	}
-	return false
+	return z
 }

@@ -17,8 +17,21 @@ import (
 // for thousands of seeds; with Ed25519 set, real signatures are used.
 type Keys struct {
 	Ed25519  bool
+	group    int
 	replicas []keyPair
-	clients  map[bft.ClientID]keyPair
+	clients  *ClientKeys
+}
+
+// ClientKeys is the registry of client keys, shared by every group of a
+// world (a client talks to many groups with one key).
+type ClientKeys struct {
+	ed bool
+	m  map[bft.ClientID]keyPair
+}
+
+// NewClientKeys returns an empty registry.
+func NewClientKeys(ed bool) *ClientKeys {
+	return &ClientKeys{ed: ed, m: make(map[bft.ClientID]keyPair)}
 }
 
 type keyPair struct {
@@ -37,26 +50,44 @@ func newKeyPair(ed bool, label string, i int) keyPair {
 	return kp
 }
 
-// NewKeys makes keys for n replicas.
-func NewKeys(n int, ed bool) *Keys {
-	k := &Keys{Ed25519: ed, clients: make(map[bft.ClientID]keyPair)}
+// NewKeys makes keys for the n replicas of group 0 and a new client
+// registry.
+func NewKeys(n int, ed bool) *Keys { return NewGroupKeys(0, n, ed, nil) }
+
+// NewGroupKeys makes keys for the n replicas of group g, sharing the client
+// registry clients (nil: a new one).
+func NewGroupKeys(g, n int, ed bool, clients *ClientKeys) *Keys {
+	if clients == nil {
+		clients = NewClientKeys(ed)
+	}
+	k := &Keys{Ed25519: ed, group: g, clients: clients}
+	label := "replica"
+	if g > 0 {
+		label = fmt.Sprintf("g%d-replica", g)
+	}
 	for i := 0; i < n; i++ {
-		k.replicas = append(k.replicas, newKeyPair(ed, "replica", i))
+		k.replicas = append(k.replicas, newKeyPair(ed, label, i))
 	}
 	return k
 }
 
+// Clients returns the client registry.
+func (k *Keys) Clients() *ClientKeys { return k.clients }
+
 // NewClient makes a client key pair and returns its id (32 bytes).
-func (k *Keys) NewClient(i int) bft.ClientID {
-	kp := newKeyPair(k.Ed25519, "client", i)
+func (k *Keys) NewClient(i int) bft.ClientID { return k.clients.NewClient(i) }
+
+// NewClient makes a client key pair and returns its id (32 bytes).
+func (k *ClientKeys) NewClient(i int) bft.ClientID {
+	kp := newKeyPair(k.ed, "client", i)
 	var id bft.ClientID
-	if k.Ed25519 {
+	if k.ed {
 		id = bft.ClientID(kp.pub)
 	} else {
 		h := sha256.Sum256(append([]byte("client-id"), kp.secret...))
 		id = bft.ClientID(h[:])
 	}
-	k.clients[id] = kp
+	k.m[id] = kp
 	return id
 }
 
@@ -80,8 +111,11 @@ func verify(kp keyPair, ed bool, msg, sig []byte) bool {
 func (k *Keys) ReplicaSigner(i int) bft.Signer { return signer{kp: k.replicas[i], ed: k.Ed25519} }
 
 // ClientSigner returns a client's signer.
-func (k *Keys) ClientSigner(c bft.ClientID) bft.Signer {
-	return signer{kp: k.clients[c], ed: k.Ed25519}
+func (k *Keys) ClientSigner(c bft.ClientID) bft.Signer { return k.clients.Signer(c) }
+
+// Signer returns a client's signer.
+func (k *ClientKeys) Signer(c bft.ClientID) bft.Signer {
+	return signer{kp: k.m[c], ed: k.ed}
 }
 
 type signer struct {
@@ -109,7 +143,7 @@ func (k *Keys) VerifyReplica(id bft.ReplicaID, msg, sig []byte) error {
 
 // VerifyClient implements bft.Verifier: only clients with keys are allowed.
 func (k *Keys) VerifyClient(c bft.ClientID, msg, sig []byte) error {
-	kp, ok := k.clients[c]
+	kp, ok := k.clients.m[c]
 	if !ok {
 		return errUnknown
 	}
@@ -117,6 +151,12 @@ func (k *Keys) VerifyClient(c bft.ClientID, msg, sig []byte) error {
 		return errBadSig
 	}
 	return nil
+}
+
+// VerifyReplicaSig checks a replica's signature (of a result the
+// application signs).
+func (k *Keys) VerifyReplicaSig(id bft.ReplicaID, msg, sig []byte) bool {
+	return k.VerifyReplica(id, msg, sig) == nil
 }
 
 // ReplyMAC is the simulation's pairwise reply authenticator: an HMAC under

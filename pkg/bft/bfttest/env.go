@@ -1,11 +1,11 @@
 package bfttest
 
 import (
-	"container/heap"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/augustus-db/augustus/pkg/bft"
@@ -13,10 +13,11 @@ import (
 )
 
 // Env is an interaction environment for scenario tests: the simulator's
-// replicas, clients, stores and checkers, but a network the test drives by
-// hand — every message waits in a queue until the test delivers or drops
-// it, and time moves only when the test ticks. Scenarios are written as
-// datadriven scripts (testdata/scenarios/*.txt); see RunCommand.
+// replicas (the production event loop on pebble), clients (the production
+// client core) and checkers, but a network the test drives by hand — every
+// message waits in a queue until the test delivers or drops it, and time
+// moves only when the test ticks. Executions complete at once. Scenarios
+// are written as datadriven scripts (testdata/scenarios/*.txt); see Run.
 type Env struct {
 	sim      *Sim
 	reported int
@@ -32,9 +33,13 @@ const (
 
 type queued struct {
 	kind     queueKind
+	group    *Group
 	from, to int
+	dst      *SimReplica
+	sink     ReplySink
 	b        []byte
 	msg      *bftpb.Message // decoded, for replica messages
+	run      func()         // delivers a reply
 }
 
 type manualNet struct {
@@ -53,62 +58,85 @@ func (m *manualNet) enqueue(q *queued) {
 			panic(err)
 		}
 	}
+	if q.kind == kindReply {
+		rep := &bftpb.Reply{}
+		if err := proto.Unmarshal(q.b, rep); err == nil {
+			for i, c := range clientsOf(q.group) {
+				if c.id == bft.ClientID(rep.Client) {
+					q.to = i
+				}
+			}
+		}
+	}
 	m.queue = append(m.queue, q)
 }
+
+func clientsOf(g *Group) []*SimClient { return g.envClients }
 
 // NewEnv creates a group of 3f+1 replicas and the given number of clients
 // with the simulator's configuration (adjusted by configure, if not nil).
 // faulty assigns behaviours to replicas.
 func NewEnv(f, clients int, configure func(*bft.Config), faulty map[int]Behavior) *Env {
-	s := newSim(Options{Seed: 1, F: f, Clients: clients, RequestsPerClient: 1 << 30, Outstanding: 1, PayloadSize: 8,
-		Configure: configure, Faulty: faulty, HealAt: 1 << 62})
-	s.manual = &manualNet{cut: make(map[[2]int]bool)}
-	for _, r := range s.replicas {
-		r.start()
-		if r.behavior != nil {
-			r.behavior.Init(r)
-		}
-	}
+	s := NewSim(Options{Seed: 1, F: f, Clients: clients, CallsPerClient: 1 << 30, Callers: 0,
+		Configure: configure, Faulty: faulty, Twins: -1, HealAt: 1 << 62})
+	s.w.manual = &manualNet{cut: make(map[[2]int]bool)}
+	s.g.envClients = s.clients
+	s.g.Start()
 	return &Env{sim: s}
 }
 
 // Violations returns what the checkers found so far.
-func (e *Env) Violations() []string { return e.sim.violations }
+func (e *Env) Violations() []string { return e.sim.w.violations }
 
 // Node returns replica i's node (nil while it is down).
-func (e *Env) Node(i int) *bft.Node { return e.sim.replicas[i].node }
+func (e *Env) Node(i int) *bft.Node { return e.sim.g.Replicas[i].Node() }
 
-// Request makes client c issue one new request and sends it to the given
-// replicas (the client's usual target, the primary it believes in, if none).
+// Request makes client c issue one new call and sends its envelope to the
+// given replicas (the client's usual target, the primary it believes in, if
+// none).
 func (e *Env) Request(c int, to []int) error {
+	if c < 0 || c >= len(e.sim.clients) {
+		return fmt.Errorf("no client %d", c)
+	}
 	cl := e.sim.clients[c]
-	if len(cl.outstanding) >= e.sim.opts.Outstanding {
+	if cl.core.Outstanding() > 0 {
 		return fmt.Errorf("client %d still has a request outstanding (use retransmit)", c)
 	}
+	m := e.sim.w.manual
+	before := len(m.queue)
 	cl.total = cl.issued + 1
-	before := len(e.sim.manual.queue)
-	ts := cl.nextTs
-	cl.issue()
+	cl.call()
 	if len(to) == 0 {
 		return nil
 	}
-	// issue queued it for the believed primary: retarget.
-	e.sim.manual.queue = e.sim.manual.queue[:before]
-	for _, r := range to {
-		e.sim.sendRequest(r, cl.outstanding[ts].req)
+	// The core sent it to the primary it believes in: retarget.
+	sent := m.queue[before:]
+	m.queue = m.queue[:before]
+	for _, q := range sent {
+		if q.kind != kindRequest {
+			m.queue = append(m.queue, q)
+			continue
+		}
+		req := &bftpb.Request{}
+		if err := proto.Unmarshal(q.b, req); err != nil {
+			return err
+		}
+		for _, r := range to {
+			e.sim.g.SendRequest(r, req)
+		}
 	}
 	return nil
 }
 
-// Retransmit re-sends client c's outstanding requests to the given replicas
-// (all if none), as a client does after its timeout (C4).
+// Retransmit re-sends client c's outstanding envelopes to the given
+// replicas (all if none), as a client does after its timeout (C4).
 func (e *Env) Retransmit(c int, to []int) int {
 	cl := e.sim.clients[c]
 	n := 0
-	for _, call := range cl.outstanding {
-		for _, r := range e.sim.replicas {
-			if contains(to, r.id) {
-				e.sim.sendRequest(r.id, call.req)
+	for _, req := range cl.core.OutstandingRequests() {
+		for r := 0; r < e.sim.g.N; r++ {
+			if contains(to, r) {
+				e.sim.g.SendRequest(r, req)
 				n++
 			}
 		}
@@ -195,10 +223,11 @@ func (f Filter) match(q *queued) bool {
 
 // Deliver delivers matching queued messages, including those the
 // deliveries produce, until none match; it returns how many it delivered.
+// Executions and state transfers the deliveries start complete at once.
 func (e *Env) Deliver(f Filter) int {
 	n := 0
 	for {
-		m := e.sim.manual
+		m := e.sim.w.manual
 		i := 0
 		for ; i < len(m.queue) && !f.match(m.queue[i]); i++ {
 		}
@@ -210,12 +239,13 @@ func (e *Env) Deliver(f Filter) int {
 		n++
 		switch q.kind {
 		case kindReplica:
-			e.sim.replicas[q.to].deliver(q.b)
+			q.dst.deliver(q.b)
 		case kindRequest:
-			e.sim.replicas[q.to].deliverRequest(q.b)
+			q.dst.deliverRequest(q.b)
 		case kindReply:
-			e.sim.clients[q.to].deliver(q.b)
+			q.run()
 		}
+		e.sim.w.RunDue()
 		if n > 1_000_000 {
 			panic("bfttest: delivery does not quiesce")
 		}
@@ -226,12 +256,13 @@ func (e *Env) Deliver(f Filter) int {
 // message relayed by someone else, or a Byzantine sender's copy), and
 // returns how many it copied.
 func (e *Env) Copy(f Filter, dest int) int {
-	m := e.sim.manual
+	m := e.sim.w.manual
 	var add []*queued
 	for _, q := range m.queue {
 		if q.kind == kindReplica && f.match(q) {
 			c := *q
 			c.to = dest
+			c.dst = e.sim.g.Replicas[dest]
 			add = append(add, &c)
 		}
 	}
@@ -241,7 +272,7 @@ func (e *Env) Copy(f Filter, dest int) int {
 
 // Drop discards matching queued messages and returns how many.
 func (e *Env) Drop(f Filter) int {
-	m := e.sim.manual
+	m := e.sim.w.manual
 	kept := m.queue[:0]
 	n := 0
 	for _, q := range m.queue {
@@ -256,53 +287,63 @@ func (e *Env) Drop(f Filter) int {
 }
 
 // Tick ticks the given replicas (all if none) n times, one tick at a time
-// across replicas; simulator events that fall due (state transfers) run.
+// across replicas; simulator events that fall due run.
 func (e *Env) Tick(replicas []int, n int) {
+	w := e.sim.w
 	for i := 0; i < n; i++ {
-		e.sim.now += e.sim.opts.TickEvery
-		e.runDue()
-		for _, r := range e.sim.replicas {
+		w.now += e.sim.opts.TickEvery
+		w.RunDue()
+		for _, r := range e.sim.g.Replicas {
 			if contains(replicas, r.id) {
 				r.tick()
+				w.RunDue()
 			}
+		}
+		for _, c := range e.sim.clients {
+			c.core.Tick(simTime(w.now))
+			c.core.Flush(simTime(w.now))
 		}
 	}
 }
 
-// runDue runs scheduled simulator events whose time has come.
-func (e *Env) runDue() {
-	for e.sim.events.Len() > 0 && e.sim.events[0].at <= e.sim.now {
-		ev := heap.Pop(&e.sim.events).(*event)
-		ev.run()
+// Crash cuts replica i's power (it keeps what it synced); Restart brings it
+// back from its store.
+func (e *Env) Crash(i int) {
+	r := e.sim.g.Replicas[i]
+	if r.up {
+		r.crashClone = r.fs.CrashClone(vfs.CrashCloneCfg{})
+		r.crash()
 	}
 }
 
-// Crash stops replica i; Restart brings it back from its store.
-func (e *Env) Crash(i int) { e.sim.replicas[i].crash() }
-
 // Restart restarts replica i from its durable store.
-func (e *Env) Restart(i int) { e.sim.replicas[i].start() }
+func (e *Env) Restart(i int) {
+	if r := e.sim.g.Replicas[i]; !r.up {
+		r.start()
+		e.sim.w.RunDue()
+	}
+}
 
 // Cut drops every message between the replicas in a and those in b, both
 // ways, until Heal.
 func (e *Env) Cut(a, b []int) {
 	for _, x := range a {
 		for _, y := range b {
-			e.sim.manual.cut[[2]int{x, y}] = true
-			e.sim.manual.cut[[2]int{y, x}] = true
+			e.sim.w.manual.cut[[2]int{x, y}] = true
+			e.sim.w.manual.cut[[2]int{y, x}] = true
 		}
 	}
 }
 
 // Heal removes every cut.
-func (e *Env) Heal() { e.sim.manual.cut = make(map[[2]int]bool) }
+func (e *Env) Heal() { e.sim.w.manual.cut = make(map[[2]int]bool) }
 
 // Queue describes the queued messages, one per line.
 func (e *Env) Queue() string {
 	var b strings.Builder
 	counts := map[string]int{}
 	var keys []string
-	for _, q := range e.sim.manual.queue {
+	for _, q := range e.sim.w.manual.queue {
 		v, s, ok := q.viewSeq()
 		k := fmt.Sprintf("%s %d->%d", q.TypeName(), q.from, q.to)
 		if q.kind == kindRequest {
@@ -326,38 +367,46 @@ func (e *Env) Queue() string {
 	return b.String()
 }
 
-// Status describes every replica and client.
+// Status describes every replica and client; state is a prefix of the
+// store's digest (the LtHash sum checkpoints carry).
 func (e *Env) Status() string {
 	var b strings.Builder
-	for _, r := range e.sim.replicas {
+	for _, r := range e.sim.g.Replicas {
 		if !r.up {
-			fmt.Fprintf(&b, "r%d: down (executed %d)\n", r.id, r.app.LastExecuted)
+			fmt.Fprintf(&b, "r%d: down\n", r.id)
 			continue
 		}
-		v, vc := r.node.View()
+		n := r.Node()
+		v, vc := n.View()
 		state := "normal"
 		if vc {
 			state = "view-changing"
 		}
-		fmt.Fprintf(&b, "r%d: view %d %s, h %d, executed %d, state %x\n", r.id, v, state, r.node.LowWatermark(), r.node.LastExecuted(), r.app.Digest()[:4])
+		sum, err := r.engine.Sum()
+		if err != nil {
+			fmt.Fprintf(&b, "r%d: store error %v\n", r.id, err)
+			continue
+		}
+		fmt.Fprintf(&b, "r%d: view %d %s, h %d, executed %d, state %x\n", r.id, v, state, n.LowWatermark(), n.LastExecuted(), sum[:4])
 	}
-	for _, c := range e.sim.clients {
-		fmt.Fprintf(&b, "client %d: %d accepted, %d outstanding\n", c.idx, c.doneCount, len(c.outstanding))
+	for i, c := range e.sim.clients {
+		fmt.Fprintf(&b, "client %d: %d accepted, %d outstanding\n", i, c.accepted, c.core.Outstanding())
 	}
 	return b.String()
 }
 
-// Executed describes what replica i executed: seq and batch size per
-// sequence number, as recorded by the agreement checker.
+// Executed describes the agreed log: the batch digest per sequence number
+// that correct replicas executed.
 func (e *Env) Executed() string {
-	seqs := make([]bft.SeqNum, 0, len(e.sim.agreed))
-	for s := range e.sim.agreed {
+	g := e.sim.g
+	seqs := make([]bft.SeqNum, 0, len(g.agreed))
+	for s := range g.agreed {
 		seqs = append(seqs, s)
 	}
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
 	var b strings.Builder
 	for _, s := range seqs {
-		fmt.Fprintf(&b, "seq %d: %s\n", s, e.sim.agreed[s])
+		fmt.Fprintf(&b, "seq %d: %s\n", s, g.agreed[s])
 	}
 	return b.String()
 }
@@ -365,12 +414,12 @@ func (e *Env) Executed() string {
 // Stats prints the core counters scenarios assert on.
 func (e *Env) Stats() string {
 	var b strings.Builder
-	for _, r := range e.sim.replicas {
+	for _, r := range e.sim.g.Replicas {
 		if !r.up {
 			fmt.Fprintf(&b, "r%d: down\n", r.id)
 			continue
 		}
-		st := r.node.Stats()
+		st := r.Node().Stats()
 		fmt.Fprintf(&b, "r%d: view-changes %d, new-views %d, equivocations %d, state-transfers %d, committed-fetched %d, stable-checkpoints %d, conflicts %d\n",
 			r.id, st.ViewChanges, st.NewViews, st.Equivocations, st.StateTransfers, st.CommittedFetched, st.StableCheckpoints, st.Dropped[3])
 	}

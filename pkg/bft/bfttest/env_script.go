@@ -106,7 +106,7 @@ func (e *Env) Run(c Command) (string, error) {
 		}
 		if c.Verb == "copy" {
 			dest, err := c.int("dest", -1)
-			if err != nil || dest < 0 || dest >= len(e.sim.replicas) {
+			if err != nil || dest < 0 || dest >= len(e.sim.g.Replicas) {
 				return "", fmt.Errorf("copy needs dest=<replica>: %v", err)
 			}
 			out = fmt.Sprintf("copied %d\n", e.Copy(f, dest))
@@ -128,7 +128,7 @@ func (e *Env) Run(c Command) (string, error) {
 		out = "ok\n"
 	case "crash", "restart":
 		r, err := c.int("r", -1)
-		if err != nil || r < 0 || r >= len(e.sim.replicas) {
+		if err != nil || r < 0 || r >= len(e.sim.g.Replicas) {
 			return "", fmt.Errorf("%s needs r=<replica>: %v", c.Verb, err)
 		}
 		if c.Verb == "crash" {
@@ -173,10 +173,10 @@ func (e *Env) Run(c Command) (string, error) {
 	default:
 		return "", fmt.Errorf("unknown command %q", c.Verb)
 	}
-	for _, v := range e.sim.violations[e.reported:] {
+	for _, v := range e.sim.w.violations[e.reported:] {
 		out += "VIOLATION " + v + "\n"
 	}
-	e.reported = len(e.sim.violations)
+	e.reported = len(e.sim.w.violations)
 	return out, nil
 }
 

@@ -1,7 +1,5 @@
 package bfttest
 
-import "container/heap"
-
 // event is something that happens at a simulated time (microseconds).
 type event struct {
 	at    int64
@@ -27,15 +25,3 @@ func (q *eventQueue) Pop() any {
 	*q = old[:len(old)-1]
 	return e
 }
-
-// at schedules f at simulated time t.
-func (s *Sim) at(t int64, f func()) {
-	if t < s.now {
-		t = s.now
-	}
-	s.order++
-	heap.Push(&s.events, &event{at: t, order: s.order, run: f})
-}
-
-// after schedules f d microseconds from now.
-func (s *Sim) after(d int64, f func()) { s.at(s.now+d, f) }

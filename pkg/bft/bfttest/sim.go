@@ -1,47 +1,54 @@
 package bfttest
 
 import (
-	"container/heap"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"sort"
 	"strings"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/bftpb"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 )
 
-// Options describe one simulation run.
+// Options describe one simulation run of one group.
 type Options struct {
 	Seed    uint64
 	F       int
 	Ed25519 bool
 
-	Clients           int
-	RequestsPerClient int
-	Outstanding       int // per client, at most the client window
-	PayloadSize       int
+	Clients        int
+	CallsPerClient int
+	// Callers per client (concurrent calls); InFlight bounds its envelopes.
+	Callers, InFlight int
 	ClientTimeout     int64 // microseconds
 
-	Net    Network
+	Net    NetConfig
 	HealAt int64 // microseconds: the network is reliable and partitions end from here
 	// Partitions: random partitions before HealAt.
 	Partitions bool
 
-	// Faulty maps replica index to its behaviour (at most F of them).
+	// Faulty maps replica slots to Byzantine behaviours; Twins, if >= 0,
+	// runs that slot as two instances of one key. Together at most F.
 	Faulty map[int]Behavior
-	// ByzantineClients is how many of the clients misbehave (their own
-	// requests still count for liveness: each has one timestamp that
-	// completes with one of its payloads).
+	Twins  int
+	// Crashing lists correct replicas that crash and restart (benign: they
+	// do not count against F) with plan Crash.
+	Crashing []int
+	Crash    CrashPlan
+	// PowerCut cuts the power of every replica at once, once.
+	PowerCut bool
+	// ByzantineClients is how many Byzantine clients run beside the correct ones.
 	ByzantineClients int
-	// TransferDelay is the extra time a state transfer takes, at most.
-	TransferDelay int64
+	// ExecLag bounds how long the executor may take for one job, so that
+	// execution lags behind commit.
+	ExecLag int64
 
 	TickEvery     int64 // microseconds per node tick
-	LivenessBound int64 // microseconds after HealAt by which every request must complete
+	LivenessBound int64 // microseconds after HealAt by which every call must complete
 	// Configure adjusts each replica's core configuration.
 	Configure func(*bft.Config)
+	// App is the application: "log" (default) or "noop".
+	App string
 
 	Trace io.Writer
 }
@@ -55,46 +62,14 @@ type Result struct {
 	SimTime    int64 // microseconds
 	Events     uint64
 	Summary    string
-	// Core counters summed over the replicas (at the end of the run; a
-	// replica that restarted counts from its restart).
-	Core bft.Stats
-	// AfterHeal is how long after the heal the last request completed.
+	Core       bft.Stats
+	Coverage   Coverage
+	// AfterHeal is how long after the heal the last call completed.
 	AfterHeal int64
 }
 
 // Failed reports whether a checker found a violation.
 func (r Result) Failed() bool { return len(r.Violations) > 0 }
-
-// Sim is one running simulation.
-type Sim struct {
-	opts    Options
-	rng     *rand.Rand
-	now     int64
-	order   uint64
-	events  eventQueue
-	net     Network
-	keys    *Keys
-	checker *bft.Checker
-	dom     *bft.Domain
-
-	window      uint64 // the client window W
-	manual      *manualNet
-	replicas    []*replica
-	clients     []*client
-	clientIndex map[bft.ClientID]int
-
-	// Checker state.
-	issued     map[reqKey][][]byte
-	issuedList []*bftpb.Request // signed requests, for Byzantine replicas to reuse
-	agreed     map[bft.SeqNum]bft.Digest
-	cpDigests  map[bft.SeqNum][]byte
-	results    map[reqKey][]byte
-	violations []string
-	latencies  []int64
-	stats      struct {
-		lost, rejected, badReplies, badSnapshots, accepted int
-	}
-}
 
 // SimConfig returns the core configuration the simulator uses for replica
 // i: small checkpoint interval and log window so that garbage collection,
@@ -107,6 +82,7 @@ func SimConfig(i, f int) bft.Config {
 	c.PipelineWindow = 3
 	c.MaxBatchRequests = 8
 	c.ClientWindow = 4
+	c.MaxRequestBytes = 4096
 	c.RequestTimeout = 50 // 500 ms at 10 ms ticks
 	c.ViewChangeTimeout = 50
 	c.MaxViewChangeTimeout = 800
@@ -115,14 +91,28 @@ func SimConfig(i, f int) bft.Config {
 	return c
 }
 
-// Run runs one simulation to completion and checks it.
-func Run(opts Options) Result {
-	s := newSim(opts)
-	s.run()
-	return s.result()
+// Sim is one running simulation of one group.
+type Sim struct {
+	opts    Options
+	w       *World
+	g       *Group
+	clients []*SimClient
+	byz     []*ByzClient
+	cov     Coverage
+	core    bft.Stats
+	// afterHeal is how long after the heal the last call completed.
+	afterHeal int64
 }
 
-func newSim(opts Options) *Sim {
+// Run runs one simulation to completion and checks it.
+func Run(opts Options) Result {
+	s := NewSim(opts)
+	s.Run()
+	return s.Result()
+}
+
+// NewSim builds a simulation without running it.
+func NewSim(opts Options) *Sim {
 	if opts.TickEvery == 0 {
 		opts.TickEvery = 10_000
 	}
@@ -132,198 +122,230 @@ func newSim(opts Options) *Sim {
 	if opts.LivenessBound == 0 {
 		opts.LivenessBound = 120_000_000
 	}
-	if opts.Outstanding == 0 {
-		opts.Outstanding = 1
+	if opts.Callers == 0 {
+		opts.Callers = 1
 	}
-	n := 3*opts.F + 1
-	s := &Sim{
-		opts:        opts,
-		rng:         rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
-		net:         opts.Net,
-		keys:        NewKeys(n, opts.Ed25519),
-		clientIndex: make(map[bft.ClientID]int),
-		issued:      make(map[reqKey][][]byte),
-		agreed:      make(map[bft.SeqNum]bft.Digest),
-		cpDigests:   make(map[bft.SeqNum][]byte),
-		results:     make(map[reqKey][]byte),
+	if opts.InFlight == 0 {
+		opts.InFlight = 1
 	}
-	base := SimConfig(0, opts.F)
-	if opts.Configure != nil {
-		opts.Configure(&base)
+	if opts.Twins == 0 && opts.Faulty == nil {
+		opts.Twins = -1
 	}
-	chk, err := bft.NewChecker(bft.CheckerConfigFrom(base, s.keys, nil))
-	if err != nil {
-		panic(err)
+	s := &Sim{opts: opts}
+	s.w = NewWorld(opts.Seed, opts.Net, opts.HealAt, opts.Trace)
+	s.w.execLag = opts.ExecLag
+	newApp := func() host.Application { return host.LogApp{} }
+	if opts.App == "noop" {
+		newApp = func() host.Application { return host.NoopApp{} }
 	}
-	s.checker = chk
-	s.window = base.ClientWindow
-	s.dom = chk.Domain()
-	for i := 0; i < n; i++ {
-		cfg := SimConfig(i, opts.F)
-		if opts.Configure != nil {
-			opts.Configure(&cfg)
-		}
-		cfg.ID = bft.ReplicaID(i)
-		cfg.Signer = s.keys.ReplicaSigner(i)
-		if opts.Trace != nil {
-			cfg.Logger = traceLogger{s}
-		}
-		r := &replica{sim: s, id: i, cfg: cfg, hs: nil, records: make(map[string]*bftpb.LogRecord), app: NewApp(), snapshots: make(map[bft.SeqNum]*App)}
-		if b := opts.Faulty[i]; b != nil {
-			r.behavior = b
-		}
-		s.replicas = append(s.replicas, r)
+	s.g = s.w.AddGroup(GroupConfig{F: opts.F, Ed25519: opts.Ed25519, NewApp: newApp, Configure: opts.Configure,
+		Faulty: opts.Faulty, Twins: opts.Twins, Cov: &s.cov})
+	for _, i := range opts.Crashing {
+		plan := opts.Crash
+		s.g.Replicas[i].plan = &plan
 	}
 	for i := 0; i < opts.Clients; i++ {
-		id := s.keys.NewClient(i)
-		s.clientIndex[id] = i
-		c := &client{sim: s, idx: i, id: id, signer: s.keys.ClientSigner(id), total: opts.RequestsPerClient, byzantine: i < opts.ByzantineClients,
-			nextTs: 1 + uint64(s.rng.IntN(1000))*1000, outstanding: make(map[uint64]*pendingCall)}
-		s.clients = append(s.clients, c)
+		s.clients = append(s.clients, NewSimClient(s.g, i, opts.CallsPerClient, opts.Callers, opts.InFlight, opts.ClientTimeout))
+	}
+	for i := 0; i < opts.ByzantineClients; i++ {
+		s.byz = append(s.byz, NewByzClient(s.g, 1000+i, 40))
 	}
 	return s
 }
 
-func (s *Sim) run() {
-	for _, r := range s.replicas {
-		r.start()
-		if r.behavior != nil {
-			r.behavior.Init(r)
-		}
+// World returns the simulation's world.
+func (s *Sim) World() *World { return s.w }
+
+// Group returns the simulated group.
+func (s *Sim) Group() *Group { return s.g }
+
+// Run runs the simulation until every correct client is done (and the
+// replicas settled) or the liveness bound passes.
+func (s *Sim) Run() {
+	w, g := s.w, s.g
+	g.Start()
+	for _, r := range g.Instances() {
 		r := r
 		var tick func()
 		tick = func() {
 			r.tick()
-			s.after(s.opts.TickEvery, tick)
+			w.After(s.opts.TickEvery, tick)
 		}
-		s.after(s.opts.TickEvery+int64(r.id), tick)
+		w.After(s.opts.TickEvery+int64(r.id), tick)
+		if r.plan != nil {
+			r.plan.schedule(r)
+		}
+	}
+	if s.opts.PowerCut {
+		w.schedulePowerCut()
 	}
 	if s.opts.Partitions {
-		s.schedulePartitions()
+		w.SchedulePartitions(g.ID, g.N)
 	}
 	for _, c := range s.clients {
-		c := c
-		s.after(int64(s.rng.IntN(50_000)), c.issue)
+		c.Start(s.opts.TickEvery)
+	}
+	for _, c := range s.byz {
+		c.Start()
 	}
 	deadline := s.opts.HealAt + s.opts.LivenessBound
-	for s.events.Len() > 0 && len(s.violations) == 0 {
-		e := heap.Pop(&s.events).(*event)
-		s.now = e.at
-		if s.now > deadline {
-			break
-		}
-		e.run()
-		if s.allDone() {
+	for n := 0; len(w.violations) == 0 && w.Step(deadline); n++ {
+		if n%64 == 0 && s.clientsDone() {
 			break
 		}
 	}
-	if len(s.violations) == 0 && !s.allDone() {
+	if len(w.violations) == 0 && !s.clientsDone() {
 		var missing []string
 		for _, c := range s.clients {
-			if c.doneCount < c.total {
-				missing = append(missing, fmt.Sprintf("client %d: %d/%d", c.idx, c.doneCount, c.total))
+			if !c.Done() {
+				missing = append(missing, fmt.Sprintf("client %d: %d/%d (outstanding %d, queued %d)", c.idx, c.accepted, c.total, c.core.Outstanding(), c.core.Queued()))
 			}
 		}
-		s.violation("liveness: requests incomplete %v after the network healed at %dms: %s", missing, s.opts.HealAt/1000, s.describe())
+		w.Violation("liveness: calls incomplete %v after the network healed at %dms: %s", missing, s.opts.HealAt/1000, g.Describe())
 	}
+	s.afterHeal = w.now - s.opts.HealAt
+	if len(w.violations) == 0 {
+		s.settle()
+	}
+	if len(w.violations) == 0 {
+		s.checkDurability()
+	}
+	s.collect()
 }
 
-func (s *Sim) allDone() bool {
+func (s *Sim) clientsDone() bool {
 	for _, c := range s.clients {
-		if c.doneCount < c.total {
+		if !c.Done() {
 			return false
 		}
 	}
 	return true
 }
 
-// schedulePartitions cuts the group into random sides a few times before
-// the network heals.
-func (s *Sim) schedulePartitions() {
-	t := int64(0)
-	for t < s.opts.HealAt {
-		start := t + s.rng.Int64N(s.opts.HealAt/3+1)
-		end := start + 200_000 + s.rng.Int64N(2_000_000)
-		if start >= s.opts.HealAt {
-			break
+// settle runs the world on until every correct replica that is up has
+// executed as far as the most advanced one (catch-up after the heal, G3).
+func (s *Sim) settle() {
+	w := s.w
+	deadline := w.now + 60_000_000
+	for n := 0; w.Step(deadline); n++ {
+		if n%64 == 0 && s.settled() {
+			return
 		}
-		if end > s.opts.HealAt {
-			end = s.opts.HealAt
+		if len(w.violations) > 0 {
+			return
 		}
-		side := make([]bool, len(s.replicas))
-		for i := range side {
-			side[i] = s.rng.IntN(2) == 0
-		}
-		s.at(start, func() { s.partition(side) })
-		s.at(end, s.healPartition)
-		t = end
+	}
+	if !s.settled() {
+		w.Violation("liveness: correct replicas did not catch up within 60s after the clients finished: %s", s.g.Describe())
 	}
 }
 
-func (s *Sim) scheduleRestart(r *replica) {
-	down := 100_000 + s.rng.Int64N(3_000_000)
-	if !s.chaotic() {
-		down = 100_000
-	}
-	s.after(down, func() {
-		if !r.up {
-			r.start()
+func (s *Sim) settled() bool {
+	var top bft.SeqNum
+	for _, r := range s.g.Instances() {
+		if r.up && r.correct() {
+			if e := r.Node().LastExecuted(); e > top {
+				top = e
+			}
 		}
-	})
+	}
+	for _, r := range s.g.Instances() {
+		if r.correct() && (!r.up || r.Node().LastExecuted() < top || r.busy) {
+			return false
+		}
+	}
+	return true
 }
 
-func (s *Sim) describe() string {
-	var b strings.Builder
-	for _, r := range s.replicas {
-		if !r.up {
-			fmt.Fprintf(&b, "r%d down; ", r.id)
+// checkDurability: nothing a client saw accepted is lost, and nothing
+// executed twice, in the store of any correct replica — whatever power
+// cuts hit (X4-style, DESIGN.md §8): every accepted append's token sits at
+// the position its returned length names, and appears once.
+func (s *Sim) checkDurability() {
+	if s.opts.App == "noop" {
+		return
+	}
+	for _, r := range s.g.Instances() {
+		if !r.correct() || !r.up {
 			continue
 		}
-		v, vc := r.node.View()
-		fmt.Fprintf(&b, "r%d view %d changing=%v h=%d exec=%d; ", r.id, v, vc, r.node.LowWatermark(), r.node.LastExecuted())
-	}
-	return b.String()
-}
-
-func (s *Sim) result() Result {
-	res := Result{Seed: s.opts.Seed, Violations: s.violations, SimTime: s.now, Events: s.order, AfterHeal: s.now - s.opts.HealAt}
-	for _, r := range s.replicas {
-		if r.up {
-			res.Core = addStats(res.Core, r.node.Stats())
+		logs := map[string][][]byte{}
+		for i := 0; i < 4; i++ {
+			key := fmt.Sprintf("k%d", i)
+			entries, err := host.ReadLog(r.engine, key)
+			if err != nil {
+				s.w.Violation("durability: %s cannot read log %s: %v", r.name(), key, err)
+				return
+			}
+			logs[key] = entries
+			seen := map[string]bool{}
+			for _, e := range entries {
+				if seen[string(e)] {
+					s.w.Violation("exactly-once: %s holds token %q twice in log %s", r.name(), e, key)
+					return
+				}
+				seen[string(e)] = true
+			}
+		}
+		for _, c := range s.clients {
+			for _, a := range c.acks {
+				log := logs[a.key]
+				if a.length == 0 || a.length > uint64(len(log)) || string(log[a.length-1]) != a.token {
+					s.w.Violation("durability: %s lost client %d's accepted append %q at position %d of %s (log has %d entries)",
+						r.name(), c.idx, a.token, a.length, a.key, len(log))
+					return
+				}
+			}
 		}
 	}
+}
+
+func (s *Sim) collect() {
+	s.core = s.g.coreStats
+	for _, r := range s.g.Instances() {
+		if r.up {
+			st := r.Node().Stats()
+			s.core = addStats(s.core, st)
+		}
+	}
+	s.cov.ViewChanges += s.core.ViewChanges
+	s.cov.NewViews += s.core.NewViews
+	s.cov.NewViewsAboveExecuted += s.core.NewViewsAboveExecuted
+	s.cov.StateTransfers += s.core.StateTransfers
+}
+
+// Result summarizes the run.
+func (s *Sim) Result() Result {
+	w := s.w
+	res := Result{Seed: s.opts.Seed, Violations: w.violations, SimTime: w.now, Events: w.order, AfterHeal: s.afterHeal,
+		Core: s.core, Coverage: s.cov}
+	var lat []int64
 	for _, c := range s.clients {
 		res.Issued += c.issued
-		res.Accepted += c.doneCount
+		res.Accepted += c.accepted
+		lat = append(lat, c.latencies...)
 	}
-	sort.Slice(s.latencies, func(i, j int) bool { return s.latencies[i] < s.latencies[j] })
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p50 := int64(0)
-	if len(s.latencies) > 0 {
-		p50 = s.latencies[len(s.latencies)/2]
+	if len(lat) > 0 {
+		p50 = lat[len(lat)/2]
 	}
 	var faults []string
 	for i, b := range s.opts.Faulty {
 		faults = append(faults, fmt.Sprintf("r%d:%s", i, b.Name()))
 	}
+	if s.opts.Twins >= 0 {
+		faults = append(faults, fmt.Sprintf("r%d:twins", s.opts.Twins))
+	}
 	sort.Strings(faults)
-	res.Summary = fmt.Sprintf("seed %d: f=%d faults=%v loss=%.2f partitions=%v heal=%dms: %d/%d accepted, p50 %dms, %d lost, %d rejected, %d bad replies, %d bad snapshots, sim %dms",
-		s.opts.Seed, s.opts.F, faults, s.opts.Net.LossRate, s.opts.Partitions, s.opts.HealAt/1000, res.Accepted, res.Issued,
-		p50/1000, s.stats.lost, s.stats.rejected, s.stats.badReplies, s.stats.badSnapshots, s.now/1000)
+	res.Summary = fmt.Sprintf("seed %d: f=%d faults=%v crashing=%v powercut=%v loss=%.2f partitions=%v heal=%dms: %d/%d accepted, p50 %dms, %d lost, %d bad snapshots, sim %dms",
+		s.opts.Seed, s.opts.F, faults, s.opts.Crashing, s.opts.PowerCut, s.opts.Net.LossRate, s.opts.Partitions, s.opts.HealAt/1000,
+		res.Accepted, res.Issued, p50/1000, w.lost, w.badSnapshots, w.now/1000)
 	return res
 }
 
-func (s *Sim) tracef(format string, args ...any) {
-	if s.opts.Trace != nil {
-		fmt.Fprintf(s.opts.Trace, "%8.3fs ", float64(s.now)/1e6)
-		fmt.Fprintf(s.opts.Trace, format, args...)
-		fmt.Fprintln(s.opts.Trace)
-	}
-}
-
-type traceLogger struct{ s *Sim }
-
-func (l traceLogger) Debugf(format string, args ...any) { l.s.tracef(format, args...) }
-func (l traceLogger) Warnf(format string, args ...any)  { l.s.tracef("WARN "+format, args...) }
+// Describe summarizes the replicas (for failing runs).
+func (s *Sim) Describe() string { return strings.TrimSpace(s.g.Describe()) }
 
 func addStats(a, b bft.Stats) bft.Stats {
 	for i := range a.Dropped {
@@ -341,5 +363,6 @@ func addStats(a, b bft.Stats) bft.Stats {
 	a.StateTransfers += b.StateTransfers
 	a.Fetches += b.Fetches
 	a.CommittedFetched += b.CommittedFetched
+	a.NewViewsAboveExecuted += b.NewViewsAboveExecuted
 	return a
 }

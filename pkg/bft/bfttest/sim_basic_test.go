@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-func TestSimulationFaultFreeCompletesEveryRequest(t *testing.T) {
-	opts := Options{Seed: 1, F: 1, Clients: 3, RequestsPerClient: 30, Outstanding: 2, PayloadSize: 16,
-		Net: Network{MinDelay: 1000, MaxDelay: 5000}}
+func TestSimulationFaultFreeCompletesEveryCall(t *testing.T) {
+	opts := Options{Seed: 1, F: 1, Clients: 3, CallsPerClient: 30, Callers: 2, InFlight: 2, Twins: -1,
+		Net: NetConfig{MinDelay: 1000, MaxDelay: 5000}}
 	if os.Getenv("SIM_TRACE") != "" {
 		opts.Trace = os.Stderr
 	}

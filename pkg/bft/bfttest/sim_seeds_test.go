@@ -39,6 +39,7 @@ func TestSimulationSeeds(t *testing.T) {
 		runs     int
 		events   uint64
 		core     bft.Stats
+		cov      Coverage
 		maxHeal  int64
 	)
 	var wg sync.WaitGroup
@@ -52,6 +53,7 @@ func TestSimulationSeeds(t *testing.T) {
 				runs++
 				events += res.Events
 				core = addStats(core, res.Core)
+				cov.Add(&res.Coverage)
 				if res.AfterHeal > maxHeal && !res.Failed() {
 					maxHeal = res.AfterHeal
 				}
@@ -74,15 +76,23 @@ func TestSimulationSeeds(t *testing.T) {
 		}
 	}
 	summary := fmt.Sprintf("simulation: %d seeds run, %d with violations, %d events, %s\n"+
-		"  exercised: %d view changes started, %d new views, %d request timeouts, %d equivocations seen, %d state transfers, %d batches by commit certificate, %d fetches, %d stable checkpoints\n"+
+		"  coverage: %s\n"+
+		"  core: %d request timeouts, %d equivocations seen, %d batches by commit certificate, %d fetches, %d stable checkpoints\n"+
 		"  dropped by the core: %v (%v); slowest completion after heal %dms",
-		runs, len(failures), events, time.Since(start).Round(time.Millisecond),
-		core.ViewChanges, core.NewViews, core.RequestTimeouts, core.Equivocations, core.StateTransfers, core.CommittedFetched, core.Fetches, core.StableCheckpoints,
+		runs, len(failures), events, time.Since(start).Round(time.Millisecond), cov.String(),
+		core.RequestTimeouts, core.Equivocations, core.CommittedFetched, core.Fetches, core.StableCheckpoints,
 		core.Dropped, bft.DropReasonNames, maxHeal/1000)
 	if *flagVerbose {
 		fmt.Fprintln(os.Stderr, summary)
 	} else {
 		t.Log(summary)
+	}
+	// Every corner the adversary is built to reach must be reached by a
+	// default run (issue 12's coverage counters).
+	if runs >= 2000 && *flagFirstSeed == 1 {
+		if z := cov.Zero(); len(z) > 0 {
+			t.Errorf("coverage: never reached in %d seeds: %v", runs, z)
+		}
 	}
 	for _, f := range failures {
 		if f.seed == first {

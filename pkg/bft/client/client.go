@@ -317,4 +317,3 @@ func (c *Client) closeConns() {
 		_ = conn.Close()
 	}
 }
-

@@ -17,7 +17,9 @@ import (
 // validation, and will never execute (DESIGN.md §3.2).
 type RejectedError struct{ Reason string }
 
-func (e *RejectedError) Error() string { return "client: request rejected by the replicas: " + e.Reason }
+func (e *RejectedError) Error() string {
+	return "client: request rejected by the replicas: " + e.Reason
+}
 
 // Is makes errors.Is(err, ErrRejected) true for every RejectedError.
 func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
@@ -113,6 +115,16 @@ func (c *Core) View() bft.View { return c.view }
 
 // Outstanding returns the number of envelopes in flight.
 func (c *Core) Outstanding() int { return len(c.outstanding) }
+
+// OutstandingRequests returns the envelopes in flight, oldest first.
+func (c *Core) OutstandingRequests() []*bftpb.Request {
+	out := make([]*bftpb.Request, 0, len(c.outstanding))
+	for _, p := range c.outstanding {
+		out = append(out, p.req)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Timestamp < out[j].Timestamp })
+	return out
+}
 
 // Queued returns the number of calls waiting for an envelope.
 func (c *Core) Queued() int { return len(c.queue) }

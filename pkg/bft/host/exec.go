@@ -55,12 +55,10 @@ func (l *Loop) RunExecutions(job *Job) *JobResult {
 				return out
 			}
 			out.Digests[i] = sum[:]
-			snap, err := l.engine.NewSnapshot()
-			if err != nil {
-				out.Err = fmt.Errorf("host: checkpoint snapshot: %w", err)
+			if err := l.snaps.save(ex.Seq); err != nil {
+				out.Err = fmt.Errorf("host: save checkpoint: %w", err)
 				return out
 			}
-			l.snaps.add(ex.Seq, snap)
 		}
 	}
 	if l.metrics != nil {

@@ -271,3 +271,17 @@ func DecodeLogEntries(result []byte) ([][]byte, error) {
 	}
 	return out, nil
 }
+
+// ReadLog returns the entries of key's log in r, as a read call would
+// (tests and the simulator's durability checker read stores directly).
+func ReadLog(r Reader, key string) ([][]byte, error) {
+	n, err := logLength(r, []byte(key))
+	if err != nil {
+		return nil, err
+	}
+	b, err := readLog(r, []byte(key), n)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeLogEntries(b)
+}

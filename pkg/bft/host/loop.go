@@ -144,7 +144,7 @@ func New(cfg Config) (*Loop, error) {
 	}
 	l := &Loop{
 		cfg: cfg, log: cfg.Logger, app: cfg.App, engine: cfg.Engine, metrics: cfg.Metrics,
-		snaps: NewSnapshots(), arrivals: make(map[arrivalKey]time.Time),
+		arrivals: make(map[arrivalKey]time.Time),
 	}
 	l.signing, _ = cfg.App.(Signing)
 	restored, err := loadRestored(cfg.Engine)
@@ -157,12 +157,8 @@ func New(cfg Config) (*Loop, error) {
 	if l.node, err = bft.NewNode(cfg.Core, restored); err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	if h := l.node.LowWatermark(); h > 0 && restored.LastExecuted == h {
-		snap, err := cfg.Engine.NewSnapshot()
-		if err != nil {
-			return nil, fmt.Errorf("host: snapshot of checkpoint %d: %w", h, err)
-		}
-		l.snaps.add(h, snap)
+	if l.snaps, err = loadSnapshots(cfg.Engine, l.node.LowWatermark()); err != nil {
+		return nil, fmt.Errorf("host: saved checkpoints: %w", err)
 	}
 	if l.metrics != nil {
 		l.metrics.observe(l.node)
@@ -315,8 +311,8 @@ func (l *Loop) finishInstall(res *JobResult) error {
 		return err
 	}
 	// The installed state is the stable checkpoint's: serve it from now on.
-	if snap, err := l.engine.NewSnapshot(); err == nil {
-		l.snaps.add(t.Seq, snap)
+	if err := l.snaps.save(t.Seq); err != nil {
+		return fmt.Errorf("host: save installed checkpoint %d: %w", t.Seq, err)
 	}
 	if l.metrics != nil {
 		l.metrics.stateTransfersOK.Inc()

@@ -156,18 +156,7 @@ func New(cfg Config) (*Replica, error) {
 }
 
 // validatePayload decodes an envelope and validates every call in it.
-func (r *Replica) validatePayload(payload []byte) error {
-	calls, err := envelope.DecodeCalls(payload)
-	if err != nil {
-		return err
-	}
-	for i, c := range calls {
-		if err := r.app.Validate(c); err != nil {
-			return fmt.Errorf("call %d: %w", i, err)
-		}
-	}
-	return nil
-}
+func (r *Replica) validatePayload(payload []byte) error { return host.ValidatePayload(r.app, payload) }
 
 // Ready is closed when the replica listens; PeerAddr and ClientAddr are
 // valid from then on.
