@@ -10,10 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// tid is a readable transaction id for tests.
+// tid is a readable transaction id for tests: n in the first four bytes,
+// which Holder.String prints.
 func tid(n int) [32]byte {
 	var b [32]byte
-	binary.BigEndian.PutUint64(b[24:], uint64(n))
+	binary.BigEndian.PutUint32(b[:4], uint32(n))
 	return b
 }
 

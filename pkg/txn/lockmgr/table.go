@@ -101,11 +101,11 @@ func (t *Table) Acquire(h Holder, locks []Lock) ([]Holder, error) {
 // a local fault, and leaves the table unchanged.
 func (t *Table) Restore(h Holder, locks []Lock) error {
 	if err := t.admit(h); err != nil {
-		return fmt.Errorf("lockmgr: restore: %w", err)
+		return err
 	}
 	reqs, arena, err := t.prepare(locks)
 	if err != nil {
-		return fmt.Errorf("lockmgr: restore %v: %w", h, err)
+		return err
 	}
 	if c := t.conflicts(reqs, nil); c != nil {
 		return &ConflictError{Holder: h, Conflicts: c}
