@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestScripts runs the datadriven scripts in testdata/: range-overlap cases
-// of SR against SW and SR against SR (txn.md L2), canonical forms and
-// restores (E11). Commands:
+// TestScripts runs the datadriven scripts in testdata/scripts: the
+// range-overlap cases of SR against SW and SR against SR (txn.md L2),
+// canonical forms and restores (E11). Commands:
 //
 //	reset
 //	acquire t=N [order=N]   (input: one lock a line)  → granted | conflict: tA tB…
@@ -26,7 +26,7 @@ import (
 // empty key, "b\x00" the key just after b). Holders print as tN, where N is
 // the delivery order. Rewrite with -rewrite after reviewing a change.
 func TestScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
 		tb := New()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := runScript(t, tb, d)

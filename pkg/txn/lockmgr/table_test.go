@@ -212,7 +212,10 @@ func TestRestoreRoundTripGivesAnEqualTable(t *testing.T) {
 
 // requireSameTable checks two tables hold the same holders with the same
 // lock sets.
-func requireSameTable(t testing.TB, a, b *Table) {
+func requireSameTable(t interface {
+	require.TestingT
+	Helper()
+}, a, b *Table) {
 	t.Helper()
 	require.Equal(t, a.Holders(), b.Holders())
 	for _, h := range a.Holders() {
