@@ -7,7 +7,9 @@
 // cmp and read take R, write takes W, insert and delete take SW + W,
 // read-range and cmp-range take SR on the covered span + R on every present
 // key), calls Acquire once per transaction on its execution path, and
-// Release when the transaction terminates (E6, E10).
+// Release when the transaction terminates: at once if it votes abort after
+// its locks were granted (a failed comparison or precondition, E4–E6) or is
+// a single-group transaction (E7), else when its outcome arrives (E8, E10).
 //
 // The rules, and where each is implemented:
 //

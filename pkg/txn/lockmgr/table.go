@@ -85,6 +85,7 @@ func (t *Table) Acquire(h Holder, locks []Lock) ([]Holder, error) {
 	}
 	// L6: everything is checked before anything is granted, so a conflict
 	// on the last lock leaves the table as it was.
+	defer t.doneReqs()
 	if c := t.conflicts(reqs, nil); c != nil {
 		return c, nil
 	}
@@ -107,6 +108,7 @@ func (t *Table) Restore(h Holder, locks []Lock) error {
 	if err != nil {
 		return err
 	}
+	defer t.doneReqs()
 	if c := t.conflicts(reqs, nil); c != nil {
 		return &ConflictError{Holder: h, Conflicts: c}
 	}
@@ -123,6 +125,7 @@ func (t *Table) Conflicts(id [32]byte, locks []Lock) ([]Holder, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer t.doneReqs()
 	return t.conflicts(reqs, t.byID[id]), nil
 }
 
@@ -290,6 +293,20 @@ func (t *Table) prepare(locks []Lock) ([]req, string, error) {
 	}
 	t.reqs = reqs
 	return reqs, arena, nil
+}
+
+// maxScratchReqs bounds the request scratch kept between calls.
+const maxScratchReqs = 4096
+
+// doneReqs drops the request scratch's references into the request's key
+// arena, so a released holder's arena is not kept alive by the scratch.
+func (t *Table) doneReqs() {
+	if cap(t.reqs) > maxScratchReqs {
+		t.reqs = nil
+		return
+	}
+	clear(t.reqs)
+	t.reqs = t.reqs[:0]
 }
 
 // conflicts returns the holders other than self that hold a lock
