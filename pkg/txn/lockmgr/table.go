@@ -83,9 +83,9 @@ func (t *Table) Acquire(h Holder, locks []Lock) ([]Holder, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer t.doneReqs()
 	// L6: everything is checked before anything is granted, so a conflict
 	// on the last lock leaves the table as it was.
-	defer t.doneReqs()
 	if c := t.conflicts(reqs, nil); c != nil {
 		return c, nil
 	}
