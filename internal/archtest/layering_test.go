@@ -49,6 +49,9 @@ var (
 		{pkg: "pkg/bft/replica", forbid: []string{module + "pkg/txn", module + "pkg/sql"}},
 		// Transactions never reach up into SQL.
 		{pkg: "pkg/txn", forbid: []string{module + "pkg/sql"}},
+		// The lock table: deterministic, standard library only (its doc.go).
+		{pkg: "pkg/txn/lockmgr", ownAllowed: []string{"pkg/txn/lockmgr"}, forbid: external,
+			forbidDirect: []string{"net", "os", "time", "math/rand", "math/rand/v2", "crypto/rand", "sync", "unsafe", "log", "log/slog"}},
 	}
 )
 
