@@ -49,6 +49,9 @@ var (
 		{pkg: "pkg/bft/replica", forbid: []string{module + "pkg/txn", module + "pkg/sql"}},
 		// Transactions never reach up into SQL.
 		{pkg: "pkg/txn", forbid: []string{module + "pkg/sql"}},
+		// The history model and its checkers are imported by the transaction
+		// simulator and by process-level tests: they import nothing else of ours.
+		{pkg: "pkg/txn/txntest/history", ownAllowed: []string{"pkg/txn/txntest/history"}},
 	}
 )
 
