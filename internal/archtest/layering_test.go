@@ -52,6 +52,7 @@ var (
 		// The history model and its checkers are imported by the transaction
 		// simulator and by process-level tests: they import nothing else of ours.
 		{pkg: "pkg/txn/txntest/history", ownAllowed: []string{"pkg/txn/txntest/history"}},
+		{pkg: "pkg/txn/txntest/elle", ownAllowed: []string{"pkg/txn/txntest/elle", "pkg/txn/txntest/history"}},
 	}
 )
 

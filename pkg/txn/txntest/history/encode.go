@@ -145,7 +145,7 @@ func Parse(r io.Reader) (History, error) {
 				se.Line = line
 				return nil, se
 			}
-			return nil, fmt.Errorf("history: line %d: %w", line, err)
+			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		h = append(h, op)
 	}

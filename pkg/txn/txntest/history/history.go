@@ -171,7 +171,7 @@ func (op *Op) validate() error {
 		return fmt.Errorf("%w: completes at %d before its invocation at %d", ErrInvalid, op.Complete, op.Invoke)
 	}
 	if op.Complete == Never && op.Outcome != Info {
-		return fmt.Errorf("%w: a %s op must have a completion time", ErrInvalid, op.Outcome)
+		return fmt.Errorf("%w: an op with outcome %s must have a completion time", ErrInvalid, op.Outcome)
 	}
 	for j, m := range op.Txn {
 		switch m.Kind {
