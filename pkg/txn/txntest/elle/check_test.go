@@ -9,13 +9,13 @@ import (
 	"github.com/augustus-db/augustus/pkg/txn/txntest/history"
 )
 
-// TestChecks runs the datadriven scripts in testdata: each `check` parses
+// TestChecks runs the datadriven scripts in testdata/checks: each `check` parses
 // the history in its input and prints the checker's verdict, one summary
 // line per anomaly ("valid" if none). Arguments: `serializable` leaves out
 // real-time edges; `explain` prints the full explanations. Rewrite expected
 // output with -rewrite after reviewing a change.
 func TestChecks(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/checks", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "check":
