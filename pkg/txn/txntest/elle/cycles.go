@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/augustus-db/augustus/pkg/txn/txntest/history"
 )
 
 // Cycle search (Elle §4.4): every cycle lies inside one strongly connected
@@ -95,6 +97,46 @@ func (cy cycle) simple() cycle {
 		for i := 0; i < j; i++ {
 			if cy.nodes[i] == cy.nodes[j] {
 				return cycle{nodes: cy.nodes[i:j], kinds: cy.kinds[i:j]}
+			}
+		}
+	}
+	return cy
+}
+
+// shortcut shortens a cycle that has real-time edges. Those edges are kept
+// in transitive reduction, so a path between two transactions far apart in
+// time runs through many of them (and through whatever wr/ww edges make it
+// shorter); where a transaction of the cycle completed before a later one
+// in the cycle was invoked, the path between them is replaced by that one
+// real-time edge, a fact of the history. The result is still a cycle, named
+// by its own edges.
+func (c *checker) shortcut(cy cycle) cycle {
+	if !slices.Contains(cy.kinds, RT) {
+		return cy
+	}
+	before := func(x, y int32) bool {
+		a, b := &c.h[c.ops[x]], &c.h[c.ops[y]]
+		return a.Outcome == history.OK && a.Complete < b.Invoke
+	}
+	for changed := true; changed; {
+		changed = false
+		n := len(cy.nodes)
+	search:
+		for i := range n {
+			for d := n - 1; d >= 2; d-- {
+				j := (i + d) % n
+				if !before(cy.nodes[i], cy.nodes[j]) {
+					continue
+				}
+				var out cycle
+				for k := 0; k < n-d+1; k++ {
+					p := (j + k) % n
+					out.nodes = append(out.nodes, cy.nodes[p])
+					out.kinds = append(out.kinds, cy.kinds[p])
+				}
+				out.kinds[len(out.kinds)-1] = RT // cy.nodes[i] -rt-> cy.nodes[j]
+				cy, changed = out, true
+				break search
 			}
 		}
 	}
@@ -281,7 +323,7 @@ func (c *checker) findCycles(g *graph) {
 				if !ok {
 					continue
 				}
-				cy = cy.simple()
+				cy = c.shortcut(cy.simple())
 				cls := classify(cy.kinds)
 				if old, dup := found[cls]; !dup || len(cy.nodes) < len(old.nodes) {
 					found[cls] = cy
@@ -329,7 +371,13 @@ func (c *checker) reportCycle(g *graph, cls Class, cy cycle) {
 	for j := range n {
 		i := (start + j) % n
 		from, to, k := cy.nodes[i], cy.nodes[(i+1)%n], cy.kinds[i]
-		key, text := c.explainEdge(g.evidence(from, to, k))
+		var key, text string
+		if k == RT { // possibly a shortcut, not in the reduced graph
+			text = fmt.Sprintf("%s completed (at %d) before %s was invoked (at %d)",
+				txnName(int(c.ops[from])), c.h[c.ops[from]].Complete, txnName(int(c.ops[to])), c.h[c.ops[to]].Invoke)
+		} else {
+			key, text = c.explainEdge(g.evidence(from, to, k))
+		}
 		st := Step{From: int(c.ops[from]), To: int(c.ops[to]), Kind: k, Key: key, Why: text}
 		a.Steps = append(a.Steps, st)
 		a.Txns = append(a.Txns, st.From)

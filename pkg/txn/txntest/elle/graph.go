@@ -19,7 +19,7 @@ const (
 	whyRegRead                       // wr: Tj read a
 	whyRegRWNext                     // rw: Ti read a; Tj read a and overwrote it with b
 	whyRegRWInit                     // rw: Ti read nil; Tj wrote b, a later version than the initial nil
-	whyRealTime                      // rt: a = Ti's completion, b = Tj's invocation
+	whyRealTime                      // rt (explained from the history's times)
 )
 
 // rawEdge is one inferred edge between graph nodes, with its evidence.
@@ -85,12 +85,9 @@ func (g *graph) evidence(from, to int32, kind EdgeKind) rawEdge {
 	return g.raw[i]
 }
 
-// explain renders an edge's evidence; ti and tj name its ends.
+// explainEdge renders the evidence of a ww, wr or rw edge.
 func (c *checker) explainEdge(e rawEdge) (key, text string) {
 	ti, tj := txnName(int(c.ops[e.from])), txnName(int(c.ops[e.to]))
-	if e.why == whyRealTime {
-		return "", fmt.Sprintf("%s completed (at %d) before %s was invoked (at %d)", ti, e.a, tj, e.b)
-	}
 	key = c.keys[e.key].name
 	switch e.why {
 	case whyListNext:

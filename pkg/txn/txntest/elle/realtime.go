@@ -61,7 +61,7 @@ func (c *checker) realTimeEdges() {
 			start := int32(len(preds))
 			for _, f := range frontier {
 				preds = append(preds, f)
-				c.edge(f, ev.node, RT, whyRealTime, -1, c.h[c.ops[f]].Complete, ev.t)
+				c.edge(f, ev.node, RT, whyRealTime, -1, 0, 0)
 			}
 			predsOf[ev.node] = [2]int32{start, int32(len(preds))}
 			continue
