@@ -53,6 +53,7 @@ var (
 		// simulator and by process-level tests: they import nothing else of ours.
 		{pkg: "pkg/txn/txntest/history", ownAllowed: []string{"pkg/txn/txntest/history"}},
 		{pkg: "pkg/txn/txntest/elle", ownAllowed: []string{"pkg/txn/txntest/elle", "pkg/txn/txntest/history"}},
+		{pkg: "pkg/txn/txntest/linear", ownAllowed: []string{"pkg/txn/txntest/linear", "pkg/txn/txntest/history"}},
 	}
 )
 
