@@ -11,7 +11,9 @@ import (
 
 // TestChecks runs the datadriven scripts in testdata/checks: each `check` parses
 // the history in its input and prints the checker's verdict, one summary
-// line per anomaly ("valid" if none). Arguments: `serializable` leaves out
+// line per anomaly ("valid" if none). txn.md X1: a hand-written history for
+// every anomaly class the checker names (g0, g1, g2, realtime, list,
+// internal) and valid histories that must pass (valid). Arguments: `serializable` leaves out
 // real-time edges; `explain` prints the full explanations. Rewrite expected
 // output with -rewrite after reviewing a change.
 func TestChecks(t *testing.T) {

@@ -129,6 +129,15 @@ func generate(ch chooser, cfg genConfig) generated {
 			k := keys[ch.intRange("key", 0, len(keys)-1)]
 			cur := get(k)
 			if ch.intRange("read", 0, 99) >= cfg.readPercent {
+				_, touched := scratch[k]
+				if !list && !touched && op.Outcome == history.OK && ch.intRange("guard", 0, 1) == 1 {
+					// A cmp-guarded write: record the guard as a read.
+					if cur.isNil {
+						op.Txn = append(op.Txn, history.ReadNil(k))
+					} else {
+						op.Txn = append(op.Txn, history.ReadValue(k, cur.val))
+					}
+				}
 				next++
 				if list {
 					cur.list = append(slices.Clip(cur.list), next)

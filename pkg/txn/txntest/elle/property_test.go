@@ -15,7 +15,8 @@ var workloads = []struct {
 	list bool
 }{{"list-append", true}, {"register", false}}
 
-// TestGeneratedStrictlySerializableHistoriesPass: every history of the
+// TestGeneratedStrictlySerializableHistoriesPass (txn.md X1, no false
+// positives): every history of the
 // serial model passes, under both models (no false positives, with Fail
 // ops, Info ops that did and did not take effect, blind and guarded writes,
 // reads of own writes and overlapping transactions).
@@ -68,8 +69,8 @@ func checkMutation(t *testing.T, mutate mutation, expect func(*Result) bool) {
 
 func invalid(r *Result) bool { return !r.Valid() }
 
-// TestAFailedWriteMadeVisibleIsG1a: a committed read shows a write of a
-// failed transaction (txn.md X1: aborted writes are never read).
+// TestAFailedWriteMadeVisibleIsG1a (txn.md X1: aborted writes are never
+// read): a committed read shows a write of a failed transaction.
 func TestAFailedWriteMadeVisibleIsG1a(t *testing.T) {
 	checkMutation(t, func(t *rapid.T, g *generated) (history.History, bool) {
 		type target struct{ f, r, j int }
@@ -134,7 +135,7 @@ func TestAGarbageReadIsReported(t *testing.T) {
 	}, func(r *Result) bool { return r.Has(GarbageRead) })
 }
 
-// TestAFutureReadFails: a read changed to show a write of a transaction
+// TestAFutureReadFails (txn.md X1, real time): a read changed to show a write of a transaction
 // invoked after the reader completed (a wr edge against real time).
 func TestAFutureReadFails(t *testing.T) {
 	checkMutation(t, func(t *rapid.T, g *generated) (history.History, bool) {
@@ -153,7 +154,7 @@ func TestAFutureReadFails(t *testing.T) {
 	}, invalid)
 }
 
-// TestAStaleReadFails: a read changed to miss a write of a transaction that
+// TestAStaleReadFails (txn.md X1, real time): a read changed to miss a write of a transaction that
 // completed before the reader was invoked. For registers the overwritten
 // transaction is a guarded one (it read the key first), since only then is
 // the version the reader now sees known to precede it.
@@ -175,7 +176,7 @@ func TestAStaleReadFails(t *testing.T) {
 	}, invalid)
 }
 
-// TestReorderingTwoCommitsInRealTimeFails: a reader of a transaction's
+// TestReorderingTwoCommitsInRealTimeFails (txn.md X1, real time): a reader of a transaction's
 // write is moved to complete before that transaction was invoked.
 func TestReorderingTwoCommitsInRealTimeFails(t *testing.T) {
 	checkMutation(t, func(t *rapid.T, g *generated) (history.History, bool) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -352,4 +353,37 @@ func (p *parser) microOp() (MicroOp, error) {
 		m.Result = ResultValue
 	}
 	return m, nil
+}
+
+// WriteFile saves a history in its text encoding, with an optional comment
+// header (each line prefixed with "# "): a failing history saved this way
+// under testdata/ replays with ReadFile.
+func WriteFile(path string, h History, comment string) error {
+	var sb strings.Builder
+	if comment != "" {
+		for _, line := range strings.Split(strings.TrimRight(comment, "\n"), "\n") {
+			sb.WriteString("# " + line + "\n")
+		}
+	}
+	if err := Encode(&sb, h); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	return nil
+}
+
+// ReadFile loads a history saved by WriteFile (or written by hand).
+func ReadFile(path string) (History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	h, err := Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
 }

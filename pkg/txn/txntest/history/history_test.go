@@ -211,3 +211,17 @@ func TestValidateRejectsMalformedOps(t *testing.T) {
 		require.ErrorIs(t, History{op}.Validate(), ErrInvalid, "%+v", op)
 	}
 }
+
+func TestWriteFileReplaysWithReadFile(t *testing.T) {
+	h := History{
+		{Process: 1, Invoke: 0, Complete: 10, Outcome: OK, Txn: []MicroOp{Append("x", 1), ReadList("x", 1)}},
+		{Process: 2, Invoke: 5, Complete: Never, Outcome: Info, Txn: []MicroOp{Write("a b", 3)}},
+	}
+	path := t.TempDir() + "/h.txt"
+	require.NoError(t, WriteFile(path, h, "seed 42\nfound G1c"))
+	got, err := ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, h, got)
+	_, err = ReadFile(path + ".missing")
+	require.Error(t, err)
+}
