@@ -117,9 +117,9 @@ func Check(h history.History, opts Options) (*Result, error) {
 	if err := c.scan(); err != nil {
 		return nil, err
 	}
-	for k, ks := range c.keys {
+	for _, ks := range c.keys {
 		if ks.list {
-			c.checkListReads(int32(k), ks)
+			c.checkListReads(ks)
 		} else {
 			c.checkRegisterReads(ks)
 		}

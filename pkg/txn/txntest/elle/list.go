@@ -21,7 +21,7 @@ func isPrefix(p, l []int64) bool { return len(p) <= len(l) && slices.Equal(p, l[
 // failed ops wrote (G1a), repeated elements, reads that are not prefixes of
 // the order (incompatible order) and intermediate reads (G1b). It marks
 // Info ops whose appends were read as committed.
-func (c *checker) checkListReads(k int32, ks *keyState) {
+func (c *checker) checkListReads(ks *keyState) {
 	var longest []int64
 	longestOp := int32(-1)
 	for _, r := range ks.reads {
