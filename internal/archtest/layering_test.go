@@ -47,11 +47,20 @@ var (
 		{pkg: "pkg/bft/client", forbid: []string{module + "pkg/bft/replica", module + "pkg/storage", "github.com/cockroachdb/pebble"}},
 		// The replica runtime knows nothing of transactions or SQL.
 		{pkg: "pkg/bft/replica", forbid: []string{module + "pkg/txn", module + "pkg/sql"}},
+		// The event loop shared by production and simulation: no network
+		// code, no goroutines of its own, no wall clock (a Clock is injected).
+		{pkg: "pkg/bft/host", forbid: []string{module + "pkg/txn", module + "pkg/sql", module + "pkg/bft/transport", "google.golang.org/grpc"},
+			forbidDirect: []string{"net", "net/http", "os", "os/exec", "math/rand", "math/rand/v2", "crypto/rand"}},
 		// Transactions never reach up into SQL.
 		{pkg: "pkg/txn", forbid: []string{module + "pkg/sql"}},
 		// The lock table: deterministic, standard library only (its doc.go).
 		{pkg: "pkg/txn/lockmgr", ownAllowed: []string{"pkg/txn/lockmgr"}, forbid: external,
 			forbidDirect: []string{"net", "os", "time", "math/rand", "math/rand/v2", "crypto/rand", "sync", "unsafe", "log", "log/slog"}},
+		// The history model and its checkers are imported by the transaction
+		// simulator and by process-level tests: they import nothing else of ours.
+		{pkg: "pkg/txn/txntest/history", ownAllowed: []string{"pkg/txn/txntest/history"}},
+		{pkg: "pkg/txn/txntest/elle", ownAllowed: []string{"pkg/txn/txntest/elle", "pkg/txn/txntest/history"}},
+		{pkg: "pkg/txn/txntest/linear", ownAllowed: []string{"pkg/txn/txntest/linear", "pkg/txn/txntest/history"}},
 	}
 )
 
