@@ -161,7 +161,9 @@ func (n *Node) onPrePrepare(pp *bftpb.PrePrepare) {
 		n.stats.Dropped[dropWrongView]++
 		return
 	}
-	if !n.inWindow(s) {
+	if !n.inWindow(s) || (v == n.view && !n.viewChanging && s <= n.vc.floor) {
+		// G2; V5: at or below min-s of the view's NEW-VIEW there is nothing
+		// to pre-prepare (see viewChangeState.floor).
 		n.stats.Dropped[dropWatermark]++
 		return
 	}
@@ -196,6 +198,16 @@ func (n *Node) onPrePrepare(pp *bftpb.PrePrepare) {
 // acceptPrePrepare sends this backup's PREPARE once it holds the body (N3)
 // and checks whether the slot is now prepared.
 func (n *Node) acceptPrePrepare(sl *slot, ph *phase) {
+	if sl.seq <= n.vc.floor && ph.view == n.view && !n.viewChanging {
+		return // V5, G2: min-s of this view's NEW-VIEW decided it
+	}
+	if sl.committed && sl.commitDigest != ph.digest {
+		// Never sign a PREPARE for a seq this replica holds a commit
+		// certificate for with another batch: 2f+1 replicas committed that
+		// one, so only a faulty primary can propose this.
+		n.stats.Equivocations++
+		return
+	}
 	if n.body(sl, ph.digest) == nil {
 		n.fetchBody(sl.seq, ph.digest)
 		return
@@ -256,7 +268,7 @@ func (n *Node) admitVote(v View, s SeqNum) (*slot, *phase, bool) {
 		n.stats.Dropped[dropWrongView]++
 		return nil, nil, false
 	}
-	if !n.inWindow(s) {
+	if !n.inWindow(s) || (v == n.view && !n.viewChanging && s <= n.vc.floor) {
 		n.stats.Dropped[dropWatermark]++
 		return nil, nil, false
 	}

@@ -133,9 +133,11 @@ func (n *Node) restore(r *Restored) error {
 		n.nextSeq = n.h + 1
 	}
 	if n.vc.newView != nil {
-		if plan := computeNewView(n.vc.newView.ViewChanges, n.null); n.nextSeq <= plan.maxS {
+		plan := computeNewView(n.vc.newView.ViewChanges, n.null)
+		if n.nextSeq <= plan.maxS {
 			n.nextSeq = plan.maxS + 1
 		}
+		n.vc.floor = plan.minS // V5, G2, as before the restart
 		// PRE-PREPAREs of O above the high watermark wait for it to move,
 		// as they did before the restart (V5).
 		for _, pp := range n.vc.newView.PrePrepares {

@@ -953,3 +953,60 @@ func TestV5_NewViewEntriesAboveHighWatermarkPreparedWhenItMoves(t *testing.T) {
 		t.Errorf("no fetch of O's batch at seq %d", tK+tL)
 	}
 }
+
+// newViewAboveExecuted puts backup r2 in the window issue 12 found: it has
+// committed batches 1..K but its executor has not reported them, and a valid
+// NEW-VIEW(1) from r1 has min-s = K (2f+1 VIEW-CHANGEs carry the checkpoint
+// certificate of K). Its low watermark is still 0.
+func newViewAboveExecuted(t *testing.T, early *bftpb.PrePrepare) (*cluster, *rep) {
+	c := newCluster(t, 1)
+	c.net = false
+	r := c.reps[2]
+	r.manualExec = true
+	executeUpTo(c, 2, 0, tK)
+	twin := bfttest.NewApp()
+	for _, ex := range r.pendingExec {
+		twin.Execute(&ex)
+	}
+	cert := c.checkpointCert(tK, twin.Digest(), 0, 1, 3)
+	vcs := []*bftpb.ViewChange{c.viewChange(1, 0, cert), c.viewChange(1, 1, cert), c.viewChange(1, 3, cert)}
+	r.reset()
+	if early != nil {
+		c.step(2, msg(1, early))
+	}
+	c.step(2, msg(1, c.newView(1, vcs, c.expectedO(vcs), 1)))
+	if h := c.node(2).LowWatermark(); h != 0 {
+		t.Fatalf("setup: h = %d, want 0 (execution has not caught up)", h)
+	}
+	return c, r
+}
+
+// V5, G2: after a NEW-VIEW whose min-s is above what the backup executed, a
+// faulty new primary's PRE-PREPARE(v+1, s <= min-s) must not be PREPAREd:
+// seq s committed with another batch in the old view, and a correct replica
+// never signs a PREPARE that contradicts it (the deviation of issue 12,
+// possible in production because execution is asynchronous).
+func TestV5_NoPrepareAtOrBelowMinSAfterNewView(t *testing.T) {
+	c, r := newViewAboveExecuted(t, nil)
+	for s := uint64(1); s <= tK; s++ {
+		c.step(2, msg(1, c.prePrepare(1, s, c.batch(c.next(3)), 1)))
+	}
+	for _, p := range sentPrepares(r.msgs) {
+		if p.View == 1 && p.Seq <= tK {
+			t.Fatalf("PREPARE(v1, s%d) for a sequence number at or below min-s = %d", p.Seq, tK)
+		}
+	}
+}
+
+// V5, G2: the same for a PRE-PREPARE of the new view that arrived before the
+// NEW-VIEW (buffered): entering the view must not PREPARE it.
+func TestV5_NoPrepareOfEarlyPrePrepareAtOrBelowMinS(t *testing.T) {
+	c0 := newCluster(t, 1)
+	early := c0.prePrepare(1, tK, c0.batch(c0.next(3)), 1)
+	_, r := newViewAboveExecuted(t, early)
+	for _, p := range sentPrepares(r.msgs) {
+		if p.View == 1 && p.Seq <= tK {
+			t.Fatalf("PREPARE(v1, s%d) for an early PRE-PREPARE at or below min-s = %d", p.Seq, tK)
+		}
+	}
+}

@@ -24,6 +24,14 @@ type viewChangeState struct {
 	attempts int
 	// newView is the NEW-VIEW that started the current view (nil for view 0).
 	newView *bftpb.NewView
+	// floor is min-s of newView (V4): in the current view nothing at or
+	// below it may be pre-prepared, prepared or committed. While execution
+	// has not yet reached min-s (the checkpoint waits as pending, execution
+	// being asynchronous) h stays below min-s, so the watermarks alone would
+	// admit a faulty new primary's PRE-PREPARE(v, s <= min-s) for a seq that
+	// committed with another batch in an earlier view, and a correct backup
+	// would sign a PREPARE contradicting it (V5, G2; issue 12).
+	floor SeqNum
 	// deferred are PRE-PREPAREs of the NEW-VIEW above the high watermark,
 	// installed once the watermark moves.
 	deferred []*bftpb.PrePrepare
@@ -228,6 +236,7 @@ func (n *Node) enterView(nv *bftpb.NewView, plan nvPlan) {
 	n.vc.timer.stop()
 	n.vc.own = nil
 	n.vc.newView = nv
+	n.vc.floor = plan.minS
 	n.vc.pruneUpTo(v)
 	n.rd.Deletes = append(n.rd.Deletes, viewRecordsBelow(v))
 	if plan.minS > n.h && plan.stable != nil {
@@ -246,8 +255,9 @@ func (n *Node) enterView(nv *bftpb.NewView, plan nvPlan) {
 	for _, pp := range nv.PrePrepares {
 		n.installNewViewPrePrepare(pp)
 	}
-	// Messages of this view that arrived before the NEW-VIEW.
-	for s := n.h + 1; s <= n.highWatermark(); s++ {
+	// Messages of this view that arrived before the NEW-VIEW, above min-s
+	// (V5: below it, O decided by the checkpoint; nothing is re-proposed).
+	for s := max(n.h, n.vc.floor) + 1; s <= n.highWatermark(); s++ {
 		if sl := n.slots[s]; sl != nil {
 			if ph := sl.phases[v]; ph != nil && ph.pp != nil {
 				n.acceptPrePrepare(sl, ph)
