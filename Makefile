@@ -18,8 +18,8 @@ help: ## list the targets
 build: ## static binary bin/augustus (CGO_ENABLED=0)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/augustus
 
-test: lint ## the default suite (what CI runs): every package, the short form of the process tests, 3 s of each fuzzer
-	$(GO) test -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/e2e$$')
+test: lint ## the default suite (what CI runs): every package (with invariant checks on), the short form of the process tests, 3 s of each fuzzer
+	$(GO) test -count=1 -timeout 25m -tags invariants $$($(GO) list ./... | grep -v '/test/e2e$$')
 	$(GO) test -count=1 -timeout 10m -short ./test/e2e/
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
@@ -43,8 +43,8 @@ proto: ## regenerate protobuf/gRPC code (needs protoc; generated code is committ
 bench: ## micro-benchmarks of storage and the PBFT core
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/storage/ ./pkg/bft/
 
-sim: ## run SEEDS simulation seeds of the PBFT core (make sim SEEDS=100000 [FIRST_SEED=1])
-	@set -o pipefail; $(GO) test -count=1 -timeout 0 -v -run '^TestSimulationSeeds$$' ./pkg/bft/bfttest/ \
+sim: ## run SEEDS seeds of the PBFT simulator, print violations and coverage (make sim SEEDS=100000 [FIRST_SEED=1])
+	@set -o pipefail; $(GO) test -count=1 -timeout 0 -tags invariants -v -run '^TestSimulationSeeds$$' ./pkg/bft/bfttest/ \
 	  -args -seeds=$(SEEDS) -first-seed=$(FIRST_SEED) -v-sim 2>&1 | grep -v -E '^(=== RUN|--- PASS|PASS)'
 
 fuzz: ## fuzz every decoder of network bytes for FUZZTIME each (make fuzz FUZZTIME=1m)

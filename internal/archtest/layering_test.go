@@ -29,11 +29,13 @@ var (
 		// storage is the bottom layer: nothing of ours.
 		{pkg: "pkg/storage", ownAllowed: []string{"pkg/storage"}},
 		// The PBFT core: a deterministic state machine (DESIGN.md §2, §3).
-		{pkg: "pkg/bft", ownAllowed: []string{"pkg/bft", "pkg/bft/bftpb", "pkg/bft/internal/quorum"},
+		{pkg: "pkg/bft", ownAllowed: []string{"pkg/bft", "pkg/bft/bftpb", "pkg/bft/internal/quorum", "internal/invariants"},
 			forbid: external,
 			forbidDirect: []string{"net", "net/http", "os", "os/exec", "time", "math/rand", "math/rand/v2",
 				"crypto/rand", "sync", "syscall", "log", "log/slog"}},
 		{pkg: "pkg/bft/internal/quorum", ownAllowed: []string{"pkg/bft/internal/quorum"}},
+		// The assertion helper (DESIGN.md §9) is a leaf: every package may use it.
+		{pkg: "internal/invariants", ownAllowed: []string{"internal/invariants"}, forbid: external},
 		{pkg: "pkg/bft/envelope", ownAllowed: []string{"pkg/bft/envelope"}},
 		// The transport moves bytes: no protocol logic, no storage.
 		{pkg: "pkg/bft/transport", ownAllowed: []string{"pkg/bft/bftpb", "pkg/bft/transport", "pkg/bft/transport/transportpb"},

@@ -219,6 +219,7 @@ func (n *Node) Ready() Ready {
 	}
 	rd := n.rd
 	n.rd = Ready{}
+	n.checkInvariants()
 	return rd
 }
 

@@ -1010,3 +1010,38 @@ func TestV5_NoPrepareOfEarlyPrePrepareAtOrBelowMinS(t *testing.T) {
 		}
 	}
 }
+
+// V6, V7 (found by the old simulator's seed 642): a replica that moved on
+// from view 1 (to 3, here) after its VIEW-CHANGE(1) was lost keeps
+// retransmitting its VIEW-CHANGE(1) too, not only the latest, so replicas
+// still collecting 2f+1 VIEW-CHANGEs for view 1 can complete it.
+func TestV6_ReplicaRetransmitsEveryOwnViewChangeSinceItsLastView(t *testing.T) {
+	c := newCluster(t, 1, func(cfg *bft.Config) { cfg.StatusInterval = 5 })
+	c.net = false
+	r := c.reps[2]
+	if err := c.propose(2, c.next(0)); err != nil {
+		t.Fatal(err)
+	}
+	if k := ticksUntilViewChange(c, 2, 5*tReqTO); k != tReqTO {
+		t.Fatalf("setup: no view change after the request timeout (%d ticks)", k)
+	}
+	// VIEW-CHANGE(1) was lost (nothing is delivered); r0 and r1 ask for
+	// view 3, so r2 joins it (V7) and waits for its primary, r3.
+	for _, i := range []int{0, 1} {
+		c.step(2, msg(i, c.viewChange(3, i, nil)))
+	}
+	if v, changing := c.node(2).View(); v != 3 || !changing {
+		t.Fatalf("setup: r2 in view %d (changing %v), want a view change to 3", v, changing)
+	}
+	r.reset()
+	c.tick(2, 5)
+	views := map[uint64]bool{}
+	for _, vc := range sentViewChanges(r.msgs) {
+		if vc.Replica == 2 {
+			views[vc.View] = true
+		}
+	}
+	if !views[1] || !views[3] {
+		t.Fatalf("retransmitted own VIEW-CHANGEs for views %v, want 1 and 3", views)
+	}
+}
