@@ -1045,3 +1045,88 @@ func TestV6_ReplicaRetransmitsEveryOwnViewChangeSinceItsLastView(t *testing.T) {
 		t.Fatalf("retransmitted own VIEW-CHANGEs for views %v, want 1 and 3", views)
 	}
 }
+
+// V2, V7 and issue 13: a replica that restarts in the middle of a view
+// change it started alone (its VIEW-CHANGE(1) reached nobody) stays out of
+// view 0's voting — it promised in VIEW-CHANGE(1) not to prepare anything
+// more in view 0, and that signed promise may still be used in a NEW-VIEW(1)
+// — but it keeps serving: it executes view 0's batches from commit
+// certificates (G3) and answers clients. And when a further fault strikes
+// (the primary goes silent), its VIEW-CHANGE(1) counts, so f more askers
+// complete view 1 with the replicas left.
+func TestV7_ReplicaStuckInViewChangeAloneServesAndHelpsTheNextViewChange(t *testing.T) {
+	// No checkpoint within the test: r3 learns batch by batch (G3's
+	// commit certificates), which is what it does between checkpoints.
+	c := newCluster(t, 1, func(cfg *bft.Config) {
+		cfg.StatusInterval, cfg.CheckpointInterval, cfg.LogWindow = 3, 16, 32
+	})
+	r3 := c.reps[3]
+	// r3 alone holds a request; its VIEW-CHANGE(1) is lost; it restarts.
+	if err := c.propose(3, c.next(7)); err != nil {
+		t.Fatal(err)
+	}
+	c.drop(all)
+	c.tick(3, tReqTO)
+	c.drop(all)
+	c.restart(3)
+	if v, changing := c.node(3).View(); v != 1 || !changing {
+		t.Fatalf("setup: r3 restarted in view %d (changing %v), want the view change to 1", v, changing)
+	}
+	// The others serve view 0; r3's messages go out but move nobody.
+	for k := 0; k < 6; k++ {
+		if err := c.propose(0, c.next(k%3)); err != nil {
+			t.Fatal(err)
+		}
+		c.settle()
+	}
+	for round := 0; round < 10; round++ {
+		for i := 0; i < c.n; i++ {
+			c.tick(i, 3)
+		}
+		c.settle()
+	}
+	for i := 0; i < 3; i++ {
+		if v, changing := c.node(i).View(); v != 0 || changing {
+			t.Fatalf("r%d moved to view %d on one replica's VIEW-CHANGE (V7)", i, v)
+		}
+	}
+	if got, want := c.node(3).LastExecuted(), c.node(0).LastExecuted(); got != want || want == 0 {
+		t.Fatalf("r3 executed %d, the others %d: it did not learn view 0's commits", got, want)
+	}
+	for _, m := range r3.msgs {
+		if p := m.Msg.GetPrepare(); p != nil && p.View == 0 {
+			t.Fatalf("r3 PREPAREd seq %d in view 0 after its VIEW-CHANGE(1)", p.Seq)
+		}
+		if cm := m.Msg.GetCommit(); cm != nil && cm.View == 0 {
+			t.Fatalf("r3 COMMITted seq %d in view 0 after its VIEW-CHANGE(1)", cm.Seq)
+		}
+	}
+	if len(r3.replies) == 0 {
+		t.Fatal("r3 sent no replies for the batches it executed")
+	}
+	// A further fault: the primary r0 goes silent. r1 and r2 time out on a
+	// request, and with r3's VIEW-CHANGE(1) view 1 forms without r0.
+	before := c.node(1).LastExecuted()
+	req := c.next(4)
+	for _, i := range []int{1, 2, 3} {
+		if err := c.propose(i, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notR0 := func(e envelope) bool { return e.from != 0 && e.to != 0 }
+	for round := 0; round < 20; round++ {
+		for _, i := range []int{1, 2, 3} {
+			c.tick(i, 3)
+		}
+		c.deliver(notR0)
+		c.drop(all)
+	}
+	for _, i := range []int{1, 2, 3} {
+		if v, changing := c.node(i).View(); v != 1 || changing {
+			t.Fatalf("r%d in view %d (changing %v) after the primary went silent, want view 1", i, v, changing)
+		}
+	}
+	if c.node(1).LastExecuted() <= before {
+		t.Fatalf("no progress in view 1")
+	}
+}
