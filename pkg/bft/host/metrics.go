@@ -18,6 +18,7 @@ type Metrics struct {
 	PersistLatency       prometheus.Histogram
 	ExecuteLatency       prometheus.Histogram
 	StateTransferBytes   prometheus.Counter
+	StateTransferResumes prometheus.Counter
 	StateTransfers       *prometheus.CounterVec
 	Rejected             *prometheus.CounterVec
 	ViewChanges          prometheus.Counter
@@ -58,16 +59,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	latency := prometheus.ExponentialBuckets(0.0001, 2, 18) // 100 µs .. 13 s
 	m := &Metrics{
-		View:               g("view", "Current PBFT view (the target view during a view change)."),
-		ViewChanging:       g("view_changing", "1 while a view change is in progress."),
-		LastExecuted:       g("last_executed_seq", "Last executed sequence number."),
-		StableCheckpoint:   g("stable_checkpoint_seq", "Sequence number of the last stable checkpoint (the low watermark)."),
-		CheckpointLag:      g("checkpoint_lag_seqs", "Executed sequence numbers above the last stable checkpoint."),
-		BatchSize:          h("batch_size_requests", "Requests per executed batch.", prometheus.ExponentialBuckets(1, 2, 12)),
-		RequestLatency:     h("request_latency_seconds", "Time from a request's arrival at this replica to its reply.", latency),
-		PersistLatency:     h("persist_duration_seconds", "Time to persist one round of log records (one fsync).", latency),
-		ExecuteLatency:     h("execute_duration_seconds", "Time to execute and commit a run of batches (one fsync).", latency),
-		StateTransferBytes: c("state_transfer_bytes_total", "Bytes of state received by state transfer."),
+		View:                 g("view", "Current PBFT view (the target view during a view change)."),
+		ViewChanging:         g("view_changing", "1 while a view change is in progress."),
+		LastExecuted:         g("last_executed_seq", "Last executed sequence number."),
+		StableCheckpoint:     g("stable_checkpoint_seq", "Sequence number of the last stable checkpoint (the low watermark)."),
+		CheckpointLag:        g("checkpoint_lag_seqs", "Executed sequence numbers above the last stable checkpoint."),
+		BatchSize:            h("batch_size_requests", "Requests per executed batch.", prometheus.ExponentialBuckets(1, 2, 12)),
+		RequestLatency:       h("request_latency_seconds", "Time from a request's arrival at this replica to its reply.", latency),
+		PersistLatency:       h("persist_duration_seconds", "Time to persist one round of log records (one fsync).", latency),
+		ExecuteLatency:       h("execute_duration_seconds", "Time to execute and commit a run of batches (one fsync).", latency),
+		StateTransferBytes:   c("state_transfer_bytes_total", "Bytes of state received by state transfer."),
+		StateTransferResumes: c("state_transfer_resumes_total", "State-transfer streams that broke and continued from another peer after the last chunk received."),
 		StateTransfers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "augustus_bft_state_transfers_total",
 			Help: "State transfers by outcome (installed, failed: a peer's state or stream was bad)."}, []string{"outcome"}),
 		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "augustus_bft_rejected_messages_total",

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"encoding/binary"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -65,9 +66,30 @@ func (h handler) OnFetchState(ctx context.Context, from uint32, req *transportpb
 	if req.MaxChunkBytes > 0 && int(req.MaxChunkBytes) < chunkBytes {
 		chunkBytes = int(req.MaxChunkBytes)
 	}
-	h.r.log.Info("serving state transfer", "to", from, "seq", req.Seq)
+	// A resume token is the index of the last chunk the requester holds:
+	// every replica exports a checkpoint in the same chunks (the export is
+	// deterministic for one state and chunk size), so a stream that broke
+	// continues from any peer where it stopped.
+	var after uint64
+	resume := len(req.ResumeToken) > 0
+	if resume {
+		if len(req.ResumeToken) != 8 {
+			return status.Errorf(codes.InvalidArgument, "resume token of %d bytes", len(req.ResumeToken))
+		}
+		after = binary.BigEndian.Uint64(req.ResumeToken)
+	}
+	h.r.log.Info("serving state transfer", "to", from, "seq", req.Seq, "resume", resume, "after_chunk", after)
+	sent := 0
 	return ref.Snap.Export(ctx, chunkBytes, func(c storage.Chunk) error {
-		sc := &transportpb.StateChunk{Seq: req.Seq, Data: c.Marshal(), Last: c.Final}
+		if resume && c.Index <= after {
+			return nil
+		}
+		if h.r.breakStateAfter > 0 && sent == h.r.breakStateAfter {
+			return status.Errorf(codes.Unavailable, "test: stream broken after %d chunks", sent)
+		}
+		sent++
+		sc := &transportpb.StateChunk{Seq: req.Seq, Data: c.Marshal(), Last: c.Final,
+			ResumeToken: binary.BigEndian.AppendUint64(nil, c.Index)}
 		if h.r.corruptChunk != nil {
 			h.r.corruptChunk(sc)
 		}

@@ -56,6 +56,9 @@ type Replica struct {
 	// corruptChunk, if set (tests), tampers with the state this replica
 	// serves, to exercise the requester's fallback to another peer.
 	corruptChunk func(*transportpb.StateChunk)
+	// breakStateAfter, if set (tests), breaks every state stream this
+	// replica serves after that many chunks.
+	breakStateAfter int
 
 	// ready is closed once Run serves; Addrs are the bound addresses.
 	ready                chan struct{}

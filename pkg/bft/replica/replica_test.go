@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/augustus-db/augustus/pkg/bft"
@@ -205,5 +206,56 @@ func TestInvalidCallGetsRejectionNotSilence(t *testing.T) {
 	}
 	if _, err := c.Invoke(ctx, []byte("ok")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Issue 13: a state transfer whose stream breaks continues from another
+// peer after the last chunk received (resume token) instead of starting
+// over, and installs the certified state (G3).
+func TestStateTransferResumesAfterABrokenStream(t *testing.T) {
+	defer func(old uint32) { transferChunkBytes = old }(transferChunkBytes)
+	transferChunkBytes = 128 // many chunks
+	g := countAppGroup(t, nil)
+	for i := 0; i < 3; i++ {
+		g.running[i].r.breakStateAfter = 2
+	}
+	c := g.client(0)
+	g.stop(3)
+	invokeAll(t, c, 60, 1, 60*time.Second)
+	g.start(3)
+	g.waitFor("r3 to catch up", 30*time.Second, func() bool { return g.executed(3) >= g.executed(1) })
+	if n := testutil.ToFloat64(g.metrics[3].StateTransferResumes); n < 1 {
+		t.Fatalf("no resumed stream recorded")
+	}
+	if n := testutil.ToFloat64(g.metrics[3].StateTransfers.WithLabelValues("installed")); n < 1 {
+		t.Fatalf("no state transfer installed")
+	}
+}
+
+// Issue 13: the replica exports the store's metrics (augustus_storage_*)
+// on its registry, beside augustus_bft_* and augustus_transport_*.
+func TestReplicaRegistersStorageMetrics(t *testing.T) {
+	g := countAppGroup(t, nil)
+	reg := prometheus.NewRegistry()
+	rep := g.cluster.Groups[0].Replicas[0]
+	r, err := New(Config{Cluster: g.cluster, Name: rep.Name, Key: g.keys[0], DataDir: t.TempDir(), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.engine.Close()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefixes := map[string]bool{}
+	for _, f := range families {
+		for _, p := range []string{"augustus_storage_", "augustus_bft_", "augustus_transport_"} {
+			if strings.HasPrefix(f.GetName(), p) {
+				prefixes[p] = true
+			}
+		}
+	}
+	if !prefixes["augustus_storage_"] || !prefixes["augustus_bft_"] || !prefixes["augustus_transport_"] {
+		t.Fatalf("metric families by prefix: %v", prefixes)
 	}
 }
