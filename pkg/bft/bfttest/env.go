@@ -85,6 +85,9 @@ func NewEnv(f, clients int, configure func(*bft.Config), faulty map[int]Behavior
 	return &Env{sim: s}
 }
 
+// Close releases every replica's store.
+func (e *Env) Close() { e.sim.w.Close() }
+
 // Violations returns what the checkers found so far.
 func (e *Env) Violations() []string { return e.sim.w.violations }
 

@@ -30,10 +30,14 @@ func TestScenario(t *testing.T) {
 			cmd := Command{Verb: d.Cmd, Args: args}
 			if d.Cmd == "new" {
 				var err error
+				if env != nil {
+					env.Close()
+				}
 				env, err = newEnvFromCommand(cmd)
 				if err != nil {
 					return "error: " + err.Error()
 				}
+				t.Cleanup(env.Close)
 				return env.Status()
 			}
 			if env == nil {

@@ -107,6 +107,7 @@ type Sim struct {
 // Run runs one simulation to completion and checks it.
 func Run(opts Options) Result {
 	s := NewSim(opts)
+	defer s.w.Close()
 	s.Run()
 	return s.Result()
 }

@@ -117,6 +117,9 @@ func (r *SimReplica) name() string {
 
 func (r *SimReplica) start() {
 	w := r.g.w
+	if r.fs == nil {
+		return // shut down
+	}
 	e, err := storage.Open("replica", storage.Options{FS: r.fs, CacheSize: 1 << 20, MemTableSize: 256 << 10})
 	if err != nil {
 		w.Violation("%s cannot reopen its store: %v", r.name(), err)
@@ -164,6 +167,17 @@ func (r *SimReplica) crash() {
 	r.incarnation++
 	r.jobs, r.busy, r.crashAfter, r.crashClone = nil, false, false, nil
 	w.Tracef("%s crashed", r.name())
+}
+
+// shutdown stops the replica for good, releasing its store.
+func (r *SimReplica) shutdown() {
+	if r.up {
+		r.loop.Close()
+		_ = r.engine.Close()
+	}
+	r.up, r.loop, r.engine, r.app = false, nil, nil, nil
+	r.incarnation++
+	r.fs = nil
 }
 
 // restartAfter restarts the replica d microseconds from now.

@@ -212,3 +212,13 @@ type traceLogger struct{ w *World }
 
 func (l traceLogger) Debugf(format string, args ...any) { l.w.Tracef(format, args...) }
 func (l traceLogger) Warnf(format string, args ...any)  { l.w.Tracef("WARN "+format, args...) }
+
+// Close stops every replica of the world and releases its store (pebble
+// keeps goroutines and caches per open store: a run must not leak them).
+func (w *World) Close() {
+	for _, g := range w.groups {
+		for _, r := range g.Instances() {
+			r.shutdown()
+		}
+	}
+}
