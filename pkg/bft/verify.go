@@ -565,11 +565,11 @@ func (c *Checker) PreparedCert(pc *bftpb.PreparedCert) error {
 // This is N6's quorum as a transferable proof: 2f+1 COMMITs mean at least
 // f+1 correct replicas prepared (v, s, d), so any 2f+1 VIEW-CHANGEs include
 // one carrying that certificate (or a checkpoint at or above s), every
-// later NEW-VIEW re-proposes d at s, and no other batch can commit there. That is
-// what lets a lagging replica execute a batch it learned only through
-// catch-up (G3), without having prepared it. With 2f COMMITs, as few as f
-// correct replicas need have prepared it, and 2f+1 VIEW-CHANGEs could miss
-// them all.
+// later NEW-VIEW re-proposes d at s, and no other batch can commit there.
+// That is what lets a lagging replica execute a batch it learned only
+// through catch-up (G3), without having prepared it. With 2f COMMITs, as few
+// as f correct replicas need have prepared it, and 2f+1 VIEW-CHANGEs could
+// miss them all.
 func (c *Checker) CommitCert(cc *bftpb.CommitCert) error {
 	if cc == nil {
 		return fmt.Errorf("%w: nil commit certificate", ErrMalformed)
