@@ -6,7 +6,8 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 )
 
-// nvEntry is one PRE-PREPARE of a NEW-VIEW's O.
+// nvEntry is one PRE-PREPARE of a NEW-VIEW's O: its seq and digest, and
+// whether it is the null batch.
 type nvEntry struct {
 	seq    SeqNum
 	digest Digest
@@ -15,9 +16,12 @@ type nvEntry struct {
 
 // nvPlan is what V4 computes from a set of VIEW-CHANGEs.
 type nvPlan struct {
+	// minS is the highest stable checkpoint in V, maxS the highest seq of a
+	// prepared certificate above it (minS if none).
 	minS, maxS SeqNum
 	// stable is the VIEW-CHANGE whose checkpoint is min-s (its certificate
-	// proves min-s); nil when min-s is the genesis checkpoint.
+	// proves min-s); nil when min-s is the genesis checkpoint. entries are
+	// O: one per seq in (minS, maxS], in order.
 	stable  *bftpb.ViewChange
 	entries []nvEntry
 }
@@ -27,9 +31,31 @@ type nvPlan struct {
 // in (min-s, max-s] gets the digest of the prepared certificate of the
 // highest view, or the null batch. It is pure, so the primary and every
 // backup compute the same O from the same V (V5).
+//
+// Why these choices keep every committed batch:
+//   - min-s: every seq at or below the highest checkpoint proven in V is
+//     decided by that checkpoint's state, which 2f+1 replicas (f+1 correct)
+//     reached; a replica behind it fetches the state (G3), so nothing at or
+//     below min-s is proposed again.
+//   - A batch committed at s in an earlier view was prepared by f+1 correct
+//     replicas, and any 2f+1 VIEW-CHANGEs include one of them, whose
+//     VIEW-CHANGE carries a certificate for s (or a checkpoint at or above
+//     s, and then min-s >= s). No other digest can hold a prepared
+//     certificate of a higher view at s: every NEW-VIEW since re-proposed
+//     the committed digest there (by induction on views).
+//     So the certificate of the highest view names the committed batch.
+//   - A seq in (min-s, max-s] with no certificate in V committed nowhere,
+//     so the null batch is safe there; it keeps the sequence dense, since
+//     batches execute in order (N7) and a gap would stall execution for
+//     good.
+//   - Above max-s nothing in V prepared, so nothing there committed, and
+//     the new primary continues at max-s+1.
 func computeNewView(vcs []*bftpb.ViewChange, null Digest) nvPlan {
 	var plan nvPlan
 	for _, vc := range vcs {
+		// min-s, and the VIEW-CHANGE whose certificate proves it: a backup
+		// behind min-s adopts that certificate or fetches the state it names
+		// (enterView).
 		if s := SeqNum(vc.StableSeq); s > plan.minS || (s == plan.minS && plan.stable == nil && s > 0) {
 			plan.minS = s
 			plan.stable = vc
@@ -45,6 +71,7 @@ func computeNewView(vcs []*bftpb.ViewChange, null Digest) nvPlan {
 		for _, pc := range vc.Prepared {
 			pp := pc.GetPrePrepare()
 			s := SeqNum(pp.GetSeq())
+			// Decided by the checkpoint at min-s.
 			if s <= plan.minS {
 				continue
 			}
@@ -58,6 +85,8 @@ func computeNewView(vcs []*bftpb.ViewChange, null Digest) nvPlan {
 			}
 		}
 	}
+	// Every seq in (min-s, max-s], in order; the Checker compares a
+	// NEW-VIEW's O with this, entry for entry.
 	for s := plan.minS + 1; s <= plan.maxS; s++ {
 		if b, ok := chosen[s]; ok {
 			d, _ := digestFrom(b.digest)
@@ -71,7 +100,9 @@ func computeNewView(vcs []*bftpb.ViewChange, null Digest) nvPlan {
 
 // buildNewView is V4 at the primary of view v: it computes O from the 2f+1
 // VIEW-CHANGEs vcs and signs each of O's PRE-PREPAREs (so they can later
-// appear in prepared certificates) and the NEW-VIEW.
+// appear in prepared certificates) and the NEW-VIEW. The VIEW-CHANGEs go
+// into V as they came, signatures and certificates included, so that every
+// backup can check them and recompute O (V5).
 func buildNewView(dom *Domain, s Signer, v View, self ReplicaID, vcs []*bftpb.ViewChange, null Digest) (*bftpb.NewView, nvPlan) {
 	plan := computeNewView(vcs, null)
 	nv := &bftpb.NewView{View: uint64(v), ViewChanges: vcs, Replica: uint32(self)}
