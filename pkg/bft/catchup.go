@@ -7,6 +7,8 @@ import (
 // peerStatus is the last Status hint from a peer. Hints only prompt
 // fetches; what comes back proves itself (commit certificates, checkpoint
 // certificates, NEW-VIEWs), so a lying peer costs bandwidth, not safety.
+// Nothing in this file changes protocol state on a hint alone: state moves
+// only when a self-certifying answer arrives and passes the Checker.
 type peerStatus struct {
 	known        bool
 	view         View
@@ -18,6 +20,12 @@ type peerStatus struct {
 
 // periodic runs every StatusInterval ticks: status hint, retransmission of
 // what made no progress, catch-up.
+//
+// The Status (view, view-change flag, stable checkpoint, last executed) is
+// unsigned and proves nothing; peers use it to decide what to re-send or
+// fetch. During a view change every own VIEW-CHANGE since the last view
+// entered is re-sent (vc.own), so that a lost one cannot keep the others
+// from completing a view.
 func (n *Node) periodic() {
 	n.broadcast(&bftpb.Message{Body: &bftpb.Message_Status{Status: &bftpb.Status{
 		View: uint64(n.view), ViewChanging: n.viewChanging, StableSeq: uint64(n.h),
@@ -35,10 +43,16 @@ func (n *Node) periodic() {
 // retransmit re-sends this replica's messages for slots of the current
 // view that made no progress for a status interval, and its latest
 // checkpoint above h, so that lost messages do not stall the group.
+//
+// Links lose messages (bounded queues, peers restarting), and the protocol
+// has no acknowledgements. Only messages this replica already signed and
+// persisted are re-sent, never a new signature, so retransmission cannot
+// contradict P1 or P3. At most 2 × PipelineWindow slots per interval.
 func (n *Node) retransmit() {
 	if n.viewChanging {
 		return
 	}
+	// From the next batch to execute: below it nothing is needed any more.
 	budget := 2 * n.cfg.PipelineWindow
 	for s := n.lastExecuted + 1; s <= n.highWatermark() && budget > 0; s++ {
 		sl := n.slots[s]
@@ -51,6 +65,9 @@ func (n *Node) retransmit() {
 		}
 		budget--
 		sl.progress = n.now
+		// The primary re-sends its PRE-PREPARE with the body; a backup its
+		// PREPARE, or it asks again for the body it needs to PREPARE; every
+		// replica its COMMIT.
 		if n.IsPrimary() {
 			if b := n.body(sl, ph.digest); b != nil {
 				n.broadcast(&bftpb.Message{Body: &bftpb.Message_PrePrepare{PrePrepare: withBody(ph.pp, b)}})
@@ -70,11 +87,15 @@ func (n *Node) retransmit() {
 			latest = s
 		}
 	}
+	// A certificate needs 2f+1 CHECKPOINTs; a lost one could keep the
+	// checkpoint from becoming stable, and the watermarks from moving.
 	if latest > 0 {
 		if row := n.cps.bySeq[latest]; row != nil && row[n.cfg.ID] != nil {
 			n.broadcast(&bftpb.Message{Body: &bftpb.Message_Checkpoint{Checkpoint: row[n.cfg.ID]}})
 		}
 	}
+	// The next batch to execute committed without its body (known by
+	// certificate): ask again.
 	if sl := n.slots[n.execCursor+1]; sl != nil && sl.committed && n.body(sl, sl.commitDigest) == nil {
 		n.fetchBody(sl.seq, sl.commitDigest)
 	}
@@ -87,6 +108,9 @@ func (n *Node) onStatus(from ReplicaID, st *bftpb.Status) {
 	p.stable, p.lastExecuted = SeqNum(st.StableSeq), SeqNum(st.LastExecuted)
 	// A peer behind in views, or still changing to the view we are in, gets
 	// the NEW-VIEW that started it (V5 makes it self-certifying).
+	// TODO(review): the Checker rejects a NEW-VIEW whose sender is not its
+	// signer (see the TODO in Checker.Message), so this re-send reaches the
+	// peer only when this replica is the view's primary.
 	if !n.viewChanging && n.vc.newView != nil && (p.view < n.view || (p.view == n.view && p.viewChanging)) {
 		n.send(from, &bftpb.Message{Body: &bftpb.Message_NewView{NewView: n.vc.newView}})
 	}
@@ -94,11 +118,15 @@ func (n *Node) onStatus(from ReplicaID, st *bftpb.Status) {
 
 // catchUp fetches committed batches (with commit certificates) or the
 // stable checkpoint certificate from a peer that reports more progress
-// (G3), at most once per status interval, rotating over peers.
+// (G3), at most once per status interval, rotating over peers. A peer whose
+// Status lies costs this replica one fetch per interval; the rotation
+// reaches an honest peer that is ahead.
 func (n *Node) catchUp() {
 	if n.now-n.lastFetch < uint64(n.cfg.StatusInterval) {
 		return
 	}
+	// During a state transfer only a newer checkpoint helps
+	// (supersedeTransfer).
 	if n.transfer != nil {
 		n.supersedeTransfer()
 		return
@@ -116,6 +144,9 @@ func (n *Node) catchUp() {
 		if ReplicaID(id) == n.cfg.ID || !p.known || (p.lastExecuted <= n.execCursor && p.stable <= n.h) {
 			continue
 		}
+		// From the next batch to hand out, up to what the peer executed and
+		// at most MaxFetchBatches; at least one seq, so that a peer ahead
+		// only in its stable checkpoint answers with its certificate.
 		from := n.execCursor + 1
 		to := p.lastExecuted
 		if max := from + SeqNum(n.cfg.MaxFetchBatches) - 1; to > max {
@@ -157,7 +188,9 @@ func (n *Node) supersedeTransfer() {
 }
 
 // fetchBody asks every peer for the body of the batch with digest d at s
-// (V5), at most once per status interval per seq.
+// (V5), at most once per status interval per seq. Every peer, not just the
+// primary: the primary may be faulty and withhold it, while a batch that
+// committed is held by the f+1 or more correct replicas that prepared it.
 func (n *Node) fetchBody(s SeqNum, d Digest) {
 	if t, ok := n.bodyFetch[s]; ok && n.now-t < uint64(n.cfg.StatusInterval) {
 		return
@@ -170,11 +203,16 @@ func (n *Node) fetchBody(s SeqNum, d Digest) {
 }
 
 // onFetch answers a peer's fetch from the log. Answers are bounded per
-// fetch and COMMITTED fetches are rate-limited per peer.
+// fetch and COMMITTED fetches are rate-limited per peer. Answering changes
+// no protocol state, and every answer proves itself at the receiver, so a
+// fetch needs no signature.
 func (n *Node) onFetch(from ReplicaID, f *bftpb.Fetch) {
 	switch f.Kind {
 	case bftpb.Fetch_KIND_COMMITTED:
 		p := &n.peers[from]
+		// At most one answer per half status interval per peer: a faulty peer
+		// cannot make this replica send MaxFetchBatches batches per message
+		// it sends.
 		if p.lastServed != 0 && n.now-p.lastServed < uint64(n.cfg.StatusInterval)/2 {
 			n.stats.Dropped[dropDuplicate]++
 			return
@@ -193,6 +231,10 @@ func (n *Node) onFetch(from ReplicaID, f *bftpb.Fetch) {
 		if start <= n.h {
 			start = n.h + 1
 		}
+		// Committed batches from the first asked for (or h+1), each with the
+		// PRE-PREPARE that carries its body and its commit certificate. The
+		// answer stops at the first seq not committed here: the fetcher
+		// executes in order, so batches past a gap would wait anyway.
 		for s := start; s <= SeqNum(f.ToSeq) && s <= n.highWatermark() && sent < n.cfg.MaxFetchBatches; s++ {
 			sl := n.slots[s]
 			if sl == nil || !sl.committed || sl.commitPP == nil {
@@ -207,6 +249,8 @@ func (n *Node) onFetch(from ReplicaID, f *bftpb.Fetch) {
 				PrePrepare: withBody(sl.commitPP, b), Cert: sl.commitCert,
 			}}})
 		}
+	// The NEW-VIEW of the current view; nothing in the core sends this fetch
+	// kind.
 	case bftpb.Fetch_KIND_NEW_VIEW:
 		if n.vc.newView != nil && View(f.View) <= n.view && !n.viewChanging {
 			n.send(from, &bftpb.Message{Body: &bftpb.Message_NewView{NewView: n.vc.newView}})
@@ -214,6 +258,8 @@ func (n *Node) onFetch(from ReplicaID, f *bftpb.Fetch) {
 	case bftpb.Fetch_KIND_BATCH:
 		sl := n.slots[SeqNum(f.FromSeq)]
 		d, _ := digestFrom(f.Digest)
+		// Whatever body the slot holds for d (the receiver checks it against
+		// d). The null batch needs no body.
 		if sl == nil || d == n.null {
 			return
 		}
@@ -223,19 +269,29 @@ func (n *Node) onFetch(from ReplicaID, f *bftpb.Fetch) {
 	}
 }
 
-// onCommittedBatch takes a batch proven committed by 2f+1 COMMITs (G3).
+// onCommittedBatch takes a batch proven committed by 2f+1 COMMITs (G3). It
+// is taken without local prepared (N6 asks for it at committed-local): the
+// certificate shows that f+1 correct replicas prepared the batch, so every
+// later view keeps it (Checker.CommitCert). Only seqs this replica still
+// needs (above what it handed out and above h) and can hold (at most H) are
+// taken.
 func (n *Node) onCommittedBatch(cb *bftpb.CommittedBatch) {
 	pp := cb.PrePrepare
 	s := SeqNum(pp.Seq)
+	// Already handed out, or decided by the stable checkpoint.
 	if s <= n.execCursor || s <= n.h {
 		n.stats.Dropped[dropStale]++
 		return
 	}
+	// Beyond the log's bound; the stable certificate that moves H comes in
+	// the same catch-up answer when this replica needs it (onFetch).
 	if s > n.highWatermark() {
 		n.stats.Dropped[dropWatermark]++
 		return
 	}
 	sl := n.slotFor(s)
+	// A slot already committed keeps its certificate (a second one is not
+	// compared with it here).
 	if sl.committed {
 		n.stats.Dropped[dropDuplicate]++
 		return
@@ -243,6 +299,9 @@ func (n *Node) onCommittedBatch(cb *bftpb.CommittedBatch) {
 	d, _ := digestFrom(pp.Digest)
 	sl.addBody(d, pp.Batch)
 	sl.bodyPersisted[d] = true
+	// Persisted, the PRE-PREPARE with its body and the 2f+1 COMMITs: a
+	// restarted replica rebuilds the commit from them (restorePhase) instead
+	// of fetching again.
 	n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_PrePrepare{PrePrepare: pp}})
 	for _, c := range cb.Cert.Commits {
 		n.persist(&bftpb.LogRecord{Record: &bftpb.LogRecord_Commit{Commit: c}})
@@ -251,7 +310,9 @@ func (n *Node) onCommittedBatch(cb *bftpb.CommittedBatch) {
 	n.markCommitted(sl, View(pp.View), d, pp, cb.Cert)
 }
 
-// onBatchBody takes a body the log references by digest.
+// onBatchBody takes a body the log references by digest: a PRE-PREPARE of
+// some view, or the commit certificate, must name d, so a peer cannot plant
+// a body; the Checker verified the body against d.
 func (n *Node) onBatchBody(bb *bftpb.BatchBody) {
 	sl := n.slots[SeqNum(bb.Seq)]
 	if sl == nil {

@@ -11,6 +11,10 @@ import (
 // oldest are evicted), so a flood of checkpoints cannot grow memory (G2),
 // while checkpoints far above H are still kept: they tell a lagging replica
 // it is behind (G3).
+//
+// Only this replica's own CHECKPOINTs are persisted (takeCheckpoint): what
+// matters after a crash is the certificate, persisted in the hard state
+// when the checkpoint becomes stable (P2).
 type checkpointStore struct {
 	n          int
 	perReplica int
@@ -22,7 +26,10 @@ func newCheckpointStore(n, perReplica int) checkpointStore {
 	return checkpointStore{n: n, perReplica: perReplica, bySeq: make(map[SeqNum][]*bftpb.Checkpoint), seqsOf: make([][]SeqNum, n)}
 }
 
-// add stores cp and reports whether it was new.
+// add stores cp and reports whether it was new. The first CHECKPOINT per
+// (seq, sender) is kept; a correct replica signs one per seq. A sender
+// holding more than perReplica seqs loses its lowest ones, so a faulty
+// replica flooding checkpoints displaces only its own (G2).
 func (cs *checkpointStore) add(cp *bftpb.Checkpoint) bool {
 	s, r := SeqNum(cp.Seq), int(cp.Replica)
 	row := cs.bySeq[s]
@@ -44,6 +51,7 @@ func (cs *checkpointStore) add(cp *bftpb.Checkpoint) bool {
 	return true
 }
 
+// drop forgets r's CHECKPOINT at s, and the row of s once it is empty.
 func (cs *checkpointStore) drop(s SeqNum, r int) {
 	if row := cs.bySeq[s]; row != nil {
 		row[r] = nil
@@ -57,7 +65,9 @@ func (cs *checkpointStore) drop(s SeqNum, r int) {
 }
 
 // certificate returns a checkpoint certificate at s if 2f+1 replicas sent
-// matching checkpoints (G1).
+// matching checkpoints (G1), this replica's own counting like any other. It
+// holds exactly 2f+1 CHECKPOINTs, the first matching ones in replica order.
+// Why 2f+1 and not f+1: see Checker.checkpointProof.
 func (cs *checkpointStore) certificate(s SeqNum, quorum int) *bftpb.CheckpointCert {
 	row := cs.bySeq[s]
 	for i, c := range row {
@@ -94,9 +104,15 @@ func (cs *checkpointStore) pruneUpTo(h SeqNum) {
 }
 
 // takeCheckpoint signs and sends this replica's checkpoint after executing
-// seq (G1).
+// seq (G1): seq is a multiple of K, and the host has committed the state
+// after seq and reported its digest (P2, Executed). The CHECKPOINT is
+// persisted before it leaves (P1) and counts towards the certificate like
+// the others'. The own digest is remembered (ownCps) so that stabilize can
+// tell whether this replica's state agrees with the certified one.
 func (n *Node) takeCheckpoint(seq SeqNum, d Digest) {
 	n.ownCps[seq] = d
+	// At or below h the group made the checkpoint stable without this
+	// replica's vote: nothing to send.
 	if seq <= n.h {
 		return
 	}
@@ -108,6 +124,9 @@ func (n *Node) takeCheckpoint(seq SeqNum, d Digest) {
 	n.checkStable(seq)
 }
 
+// onCheckpoint takes another replica's CHECKPOINT (G1). At or below h it is
+// stale. Above H it is kept too, bounded per sender: a certificate far
+// above H tells this replica it is behind (G3).
 func (n *Node) onCheckpoint(cp *bftpb.Checkpoint) {
 	if SeqNum(cp.Seq) <= n.h {
 		n.stats.Dropped[dropStale]++
@@ -120,12 +139,17 @@ func (n *Node) onCheckpoint(cp *bftpb.Checkpoint) {
 	n.checkStable(SeqNum(cp.Seq))
 }
 
+// checkStable acts on a certificate at s once 2f+1 matching CHECKPOINTs
+// are held.
 func (n *Node) checkStable(s SeqNum) {
 	if cert := n.cps.certificate(s, n.q.Quorum()); cert != nil {
 		n.stabilize(cert)
 	}
 }
 
+// onCheckpointCert takes a certificate a peer sent whole in catch-up
+// (onFetch). The Checker verified its 2f+1 signatures, so who sent it does
+// not matter.
 func (n *Node) onCheckpointCert(cert *bftpb.CheckpointCert) {
 	if SeqNum(cert.Seq) <= n.h {
 		n.stats.Dropped[dropStale]++
@@ -140,12 +164,29 @@ func (n *Node) onCheckpointCert(cert *bftpb.CheckpointCert) {
 // fetches the certified state. Above it, the replica waits if its log holds
 // every committed batch up to the checkpoint, and otherwise fetches the
 // state.
+//
+// The wait is the pending certificate, a departure from pbft.md G2 (where
+// h is the last stable checkpoint as soon as its certificate exists).
+// Execution is asynchronous, so a replica often holds a certificate for a
+// seq it has committed but not executed yet. Adopting it at once would
+// garbage-collect those committed batches (G2) and force a state transfer
+// it does not need. Instead, while its own log reaches the checkpoint, the
+// replica keeps the certificate aside and adopts it when Executed passes
+// its seq, comparing its own digest then. Only the highest pending
+// certificate is kept, and it is not persisted: after a restart the replica
+// learns it again from its peers (retransmitted CHECKPOINTs, or the stable
+// certificate in a catch-up answer). Meanwhile h, and so H, lag behind the
+// group; a NEW-VIEW whose min-s is above h is then the case vc.floor covers.
 func (n *Node) stabilize(cert *bftpb.CheckpointCert) {
 	s := SeqNum(cert.Seq)
 	if s <= n.h {
 		return
 	}
 	d, _ := digestFrom(cert.StateDigest)
+	// Executed up to s: adopt. If the own digest at s differs, this replica's
+	// state diverged from the one 2f+1 replicas (f+1 correct) reached — a
+	// local fault, such as a non-deterministic application — and it fetches
+	// the certified state rather than go on from its own.
 	if s <= n.lastExecuted {
 		own, ok := n.ownCps[s]
 		n.adopt(cert)
@@ -155,18 +196,23 @@ func (n *Node) stabilize(cert *bftpb.CheckpointCert) {
 		}
 		return
 	}
+	// The log reaches s and no transfer runs: wait for execution (pending).
 	if n.transfer == nil && n.logCovers(s) {
 		if n.pending == nil || SeqNum(n.pending.Seq) < s {
 			n.pending = cert
 		}
 		return
 	}
+	// Behind beyond the log (or already transferring, and a newer target
+	// replaces the old): adopt now, which moves the watermarks, and fetch
+	// the state (G3).
 	n.adopt(cert)
 	n.startTransfer(cert)
 }
 
 // logCovers reports whether every seq in (execCursor, s] is committed with
 // its body in the log, so executing gets there without a state transfer.
+// Batches up to execCursor are already with the host and will be reported.
 func (n *Node) logCovers(s SeqNum) bool {
 	for x := n.execCursor + 1; x <= s; x++ {
 		sl := n.slots[x]
@@ -178,11 +224,18 @@ func (n *Node) logCovers(s SeqNum) bool {
 }
 
 // adopt makes cert the stable checkpoint and garbage-collects the log
-// below it (G2).
+// below it (G2): h = s and H = s + L. Slots at or below s go, with their
+// PRE-PREPAREs, PREPAREs, COMMITs and certificates, and so do older
+// CHECKPOINTs, own digests and the log records on disk. The deletes go in
+// the same atomic write as the hard state that records the new stable
+// certificate (P2), so a restart finds either the old checkpoint with its
+// log or the new one without it. Memory stays bounded: the log holds at
+// most L seqs, whatever arrives.
 func (n *Node) adopt(cert *bftpb.CheckpointCert) {
 	s := SeqNum(cert.Seq)
 	n.h, n.stable, n.hsDirty = s, cert, true
 	n.stats.StableCheckpoints++
+	// A pending certificate at or below s is superseded.
 	if n.pending != nil && SeqNum(n.pending.Seq) <= s {
 		n.pending = nil
 	}
@@ -194,15 +247,24 @@ func (n *Node) adopt(cert *bftpb.CheckpointCert) {
 		}
 	}
 	n.rd.Deletes = append(n.rd.Deletes, slotRecordsUpTo(s), checkpointRecordsUpTo(s))
+	// A primary never proposes at or below h (N1).
 	if n.nextSeq <= s {
 		n.nextSeq = s + 1
 	}
+	// NEW-VIEW entries the moved H now admits (V5).
 	n.installDeferred()
 	n.log.Debugf("r%d: stable checkpoint %d", n.cfg.ID, s)
 }
 
 // startTransfer asks the host for the state at cert (G3). Execution stops
 // until StateInstalled; batches after the checkpoint execute afterwards.
+//
+// The host fetches the state from peers, checks it against the certified
+// digest, installs it atomically and calls StateInstalled. Batches above
+// the target that were handed out before are void — the host ignores their
+// results (transfer generations), since they ran on the state the install
+// replaces — so they are marked to be handed out again. A newer target
+// replaces an older one.
 func (n *Node) startTransfer(cert *bftpb.CheckpointCert) {
 	d, _ := digestFrom(cert.StateDigest)
 	n.transfer = &StateTarget{Seq: SeqNum(cert.Seq), Digest: d, Cert: cert}

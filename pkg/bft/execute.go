@@ -6,12 +6,17 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 )
 
+// errSafety is the error of a violated safety invariant, one that at most
+// f faulty replicas cannot cause; the node stops on it (fail).
 func errSafety(format string, args ...any) error {
 	return fmt.Errorf("bft: safety violation: "+format, args...)
 }
 
 // execRecord remembers, for a batch handed to the host, what to answer
-// once it reports the results.
+// once it reports the results: the requests executed (one result each, in
+// order), the duplicates to answer from the cache, the stale ones, the
+// clients whose low watermark may have moved, and whether the batch ends
+// at a checkpoint.
 type execRecord struct {
 	executed   []reqKey   // one per result
 	duplicates []reqKey   // resend the cached reply
@@ -23,6 +28,16 @@ type execRecord struct {
 // buildExecution decides, deterministically and in batch order, what each
 // request of a committed batch gets (C2, N7), updates the client table and
 // returns the Execution for the host.
+//
+// The client table changes here, when the batch is handed out, not when its
+// execution is reported. Hand-off follows sequence order, so every correct
+// replica makes the same decisions from the same replicated table, and each
+// batch sees the effects of the ones before it: a request executed at s is
+// a duplicate at s+1 even while s is still executing. The changes travel in
+// the Execution and the host commits them atomically with the state (P2),
+// so the in-memory table runs ahead of the durable one by the batches in
+// (lastExecuted, execCursor]; a state transfer replaces both
+// (StateInstalled).
 func (n *Node) buildExecution(sl *slot, b *bftpb.Batch) Execution {
 	ex := Execution{
 		Seq: sl.seq, View: sl.commitView, Digest: sl.commitDigest, Batch: b,
@@ -42,10 +57,16 @@ func (n *Node) buildExecution(sl *slot, b *bftpb.Batch) Execution {
 		}
 		upd := &ex.Clients[i]
 		disp, low := n.clients.classify(cs, r)
+		// C2: the request's low, signed by its client, raises the client's
+		// watermark; cached replies at or below it are forgotten, since the
+		// client declared it will not ask for them again.
 		upd.Delete = append(upd.Delete, cs.raiseLow(low)...)
 		upd.Low = cs.low
 		key := reqKey{c, r.Timestamp}
 		switch disp {
+		// The reply slot is taken now (not done) so that a copy later in this
+		// batch, or in a later one, is a duplicate; the result arrives with
+		// Executed. Put names the result by its index in Execute.
 		case dispExecute:
 			upd.Put = append(upd.Put, PutReply{Timestamp: r.Timestamp, Result: len(ex.Execute)})
 			cs.replies[r.Timestamp] = &cachedReply{}
@@ -55,6 +76,9 @@ func (n *Node) buildExecution(sl *slot, b *bftpb.Batch) Execution {
 			rec.duplicates = append(rec.duplicates, key)
 		case dispStale:
 			rec.stale = append(rec.stale, key)
+		// Above the window: neither executed nor answered; the client
+		// retransmits once its window moves. A correct primary does not batch
+		// it (cutBatch), a faulty one may.
 		case dispRefused:
 			n.stats.Dropped[dropRequest]++
 		}
@@ -80,6 +104,10 @@ func (n *Node) buildExecution(sl *slot, b *bftpb.Batch) Execution {
 // Execution.Execute element; stateDigest is the application's state digest
 // after the batch, required when Execution.Checkpoint is set (G1).
 // Reports for batches that a state transfer superseded are ignored.
+//
+// Reports come in order, one per batch handed out: seq is lastExecuted+1
+// and at most execCursor (see tryExecute). Anything else is a host bug and
+// is refused.
 func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error {
 	if n.stopped != nil {
 		return n.stopped
@@ -94,6 +122,8 @@ func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error 
 	if len(results) != len(rec.executed) {
 		return fmt.Errorf("%w: %d results for %d requests at seq %d", ErrUnexpectedReply, len(results), len(rec.executed), seq)
 	}
+	// G1: a batch that ends at a checkpoint must come with the state digest
+	// after it.
 	var digest Digest
 	if rec.checkpoint {
 		d, ok := digestFrom(stateDigest)
@@ -102,12 +132,15 @@ func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error 
 		}
 		digest = d
 	}
+	// From here the report is accepted: the state after seq is durable (P2).
 	delete(n.execInfo, seq)
 	n.lastExecuted = seq
 	n.stats.BatchesExecuted++
 	n.stats.RequestsExecuted += uint64(len(results))
 
 	progressed := false
+	// C3: every request executed, duplicate or stale gets its reply, and
+	// leaves the pending set.
 	for i, key := range rec.executed {
 		if cr := n.clients.m[key.client].replies[key.ts]; cr != nil {
 			cr.result, cr.done = results[i], true
@@ -135,6 +168,8 @@ func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error 
 			progressed = true
 		}
 	}
+	// Nothing of this batch is in flight any more, including requests the
+	// table skipped.
 	if sl := n.slots[seq]; sl != nil {
 		for _, r := range sl.bodies[sl.commitDigest].GetRequests() {
 			delete(n.reqs.inflight, reqKey{ClientID(r.Client), r.Timestamp})
@@ -151,9 +186,12 @@ func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error 
 			n.reqTimer.start(n.now, n.backoff(n.cfg.RequestTimeout))
 		}
 	}
+	// G1: the own CHECKPOINT, now that the state after seq is durable.
 	if rec.checkpoint {
 		n.takeCheckpoint(seq, digest)
 	}
+	// A pending checkpoint certificate (stabilize) is adopted once execution
+	// reaches it, its digest compared with this replica's own.
 	if n.pending != nil && SeqNum(n.pending.Seq) <= n.lastExecuted {
 		cert := n.pending
 		n.pending = nil
@@ -166,6 +204,13 @@ func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error 
 // StateInstalled reports that the host installed the state of the current
 // StateTarget (G3): seq is the target's seq and clients the client table
 // of the installed state. Execution resumes after seq.
+//
+// The store now holds the certified state at seq, so the execution cursor
+// jumps there (lastExecuted = execCursor = seq), the records of batches
+// handed out before the transfer are dropped (the host voided their
+// results), and the client table becomes the installed one: it is part of
+// the replicated state, so it is the group's table at seq (C2). Pending
+// requests that table would no longer execute are forgotten.
 func (n *Node) StateInstalled(seq SeqNum, clients []*bftpb.ClientRecord) error {
 	if n.stopped != nil {
 		return n.stopped
@@ -173,6 +218,7 @@ func (n *Node) StateInstalled(seq SeqNum, clients []*bftpb.ClientRecord) error {
 	if n.transfer == nil || n.transfer.Seq != seq {
 		return fmt.Errorf("bft: state installed at seq %d, but the state transfer target is %v", seq, n.transfer)
 	}
+	// The installed state's digest is now this replica's own at seq.
 	n.ownCps[seq] = n.transfer.Digest
 	n.transfer = nil
 	n.lastExecuted, n.execCursor = seq, seq
@@ -187,6 +233,7 @@ func (n *Node) StateInstalled(seq SeqNum, clients []*bftpb.ClientRecord) error {
 			n.reqs.remove(p.key)
 		}
 	}
+	// In-flight marks refer to batches handed out before the transfer.
 	n.reqs.inflight = make(map[reqKey]SeqNum)
 	// V1: the installed state may have executed what this backup waited for.
 	n.reqTimer.stop()
@@ -194,6 +241,7 @@ func (n *Node) StateInstalled(seq SeqNum, clients []*bftpb.ClientRecord) error {
 		n.reqTimer.start(n.now, n.backoff(n.cfg.RequestTimeout))
 	}
 	n.stats.StateTransfers++
+	// A primary never proposes at or below the installed checkpoint (N1).
 	if n.nextSeq <= seq {
 		n.nextSeq = seq + 1
 	}
