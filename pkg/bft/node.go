@@ -9,6 +9,11 @@ import (
 
 // Node is one replica's PBFT state machine. It is not safe for concurrent
 // use: the host calls it from one goroutine.
+//
+// It performs no I/O. Inputs are Step (verified messages), Propose
+// (verified requests), Tick, Executed and StateInstalled; every effect
+// accumulates in the next Ready, which the host carries out in the order
+// Ready documents (persist, then send, then execute).
 type Node struct {
 	cfg  Config
 	dom  Domain
@@ -18,41 +23,59 @@ type Node struct {
 
 	now uint64 // ticks since start
 
-	// View state (V1–V7).
+	// View state (V1–V7). view is the current view, or the target of the
+	// view change in progress when viewChanging is set; both are in the hard
+	// state (P1).
 	view         View
 	viewChanging bool // view is the target of a view change in progress
 	vc           viewChangeState
 
-	// Checkpoints and watermarks (G1–G3).
+	// Checkpoints and watermarks (G1–G3). h is the low watermark, the seq of
+	// the stable checkpoint, whose certificate is persisted in the hard state
+	// (P2); H = h + L. pending is a certificate above h that waits for
+	// execution to reach it (see stabilize), so h can lag behind checkpoints
+	// the group has made stable.
 	h       SeqNum                // low watermark: last stable checkpoint
 	stable  *bftpb.CheckpointCert // its certificate; nil for genesis
 	cps     checkpointStore
 	ownCps  map[SeqNum]Digest // own state digests at checkpoints above h
 	pending *bftpb.CheckpointCert
 
-	// The log: slots in (h, h+L].
+	// The log: slots in (h, h+L]. Nothing outside the window gets a slot,
+	// so memory is bounded by L whatever arrives (G2).
 	slots map[SeqNum]*slot
 
-	// Execution.
+	// Execution (N7), asynchronous: batches up to execCursor are handed to
+	// the host, batches up to lastExecuted are reported executed and durable
+	// (P2); lastExecuted <= execCursor, and execInfo holds what to answer for
+	// each batch in between (see tryExecute). transfer is the state transfer
+	// in progress (G3): nothing is handed out until it is installed. clients
+	// is the client table (C2), ahead of the durable one by the batches
+	// handed out and not yet reported.
 	lastExecuted SeqNum
 	execCursor   SeqNum // last seq handed to the host
 	execInfo     map[SeqNum]*execRecord
 	transfer     *StateTarget
 	clients      clientTable
 
-	// Requests held and batching (C2, N1, V1).
+	// Requests held and batching (C2, N1, V1): the valid requests this
+	// replica holds and has not seen executed, the primary's queue, the next
+	// seq it will assign (never reused, P3) and the request timer of V1.
 	reqs     requestStore
 	nextSeq  SeqNum // primary: next seq to assign
 	reqTimer timer
 
-	// Catch-up (G3, V5).
+	// Catch-up (G3, V5): the peers' last Status hints and the tick of each
+	// kind of fetch, which rate-limits them.
 	peers      []peerStatus
 	lastFetch  uint64 // tick of the last catch-up fetch
 	fetchPeer  int
 	bodyFetch  map[SeqNum]uint64 // seq -> tick a body fetch was sent
 	statusTick uint64
 
-	// Output.
+	// Output: rd accumulates the next Ready; hsDirty marks a change of the
+	// hard state, computed when Ready is called. stopped is the local fault
+	// after which the node does nothing (fail).
 	rd      Ready
 	hsDirty bool
 	stats   Stats
@@ -93,7 +116,10 @@ func NewNode(cfg Config, restored *Restored) (*Node, error) {
 	if n.log == nil {
 		n.log = nopLogger{}
 	}
+	// The null batch of V4: a body every replica has.
 	n.null = n.dom.BatchDigest(&bftpb.Batch{})
+	// Per sender, the L/K checkpoints of the window and two beyond it (G2,
+	// G3).
 	n.cps = newCheckpointStore(cfg.N, int(cfg.LogWindow/cfg.CheckpointInterval)+2)
 	n.vc = newViewChangeState(cfg.N)
 	if restored != nil {
@@ -136,7 +162,8 @@ func (n *Node) Stopped() error { return n.stopped }
 func (n *Node) Domain() *Domain { return &n.dom }
 
 // Tick advances the node's clock by one tick: timers, status and
-// retransmission.
+// retransmission. Time is only this count, supplied by the host: the node
+// reads no clock, so the simulator controls time (doc.go).
 func (n *Node) Tick() {
 	if n.stopped != nil {
 		return
@@ -152,7 +179,14 @@ func (n *Node) Tick() {
 // Step processes a message from another replica. m must have passed
 // Checker.Message; Step applies the checks that depend on the node's state
 // and drops (and counts) what fails them.
+//
+// m.From, the sender the transport authenticated, is used only where an
+// answer goes back to it (Status, Fetch); every protocol message names its
+// signer inside, and the Checker made that the sender. A message claiming
+// to come from this replica itself is dropped.
 func (n *Node) Step(m *bftpb.Message) {
+	// A stopped node takes nothing; the rest cannot come from a correct
+	// transport.
 	if n.stopped != nil || m == nil || int(m.From) >= n.cfg.N || ReplicaID(m.From) == n.cfg.ID {
 		n.stats.Dropped[dropInvalid]++
 		return
@@ -198,7 +232,8 @@ func (n *Node) Propose(r *bftpb.Request) error {
 	return n.onRequest(r, false)
 }
 
-// HasReady reports whether Ready would return anything.
+// HasReady reports whether Ready would return anything. A primary with
+// requests to batch counts, since batches are cut in Ready.
 func (n *Node) HasReady() bool {
 	if n.stopped != nil {
 		return false
@@ -208,7 +243,9 @@ func (n *Node) HasReady() bool {
 
 // Ready returns what the host must do now (see Ready) and starts a new
 // round. The primary cuts batches here, so every request proposed since the
-// last round can join one batch.
+// last round can join one batch. The hard state is taken last, so it
+// reflects every change of the round and is persisted with the round's
+// records, before its messages leave (P1).
 func (n *Node) Ready() Ready {
 	if n.stopped == nil {
 		n.propose()
@@ -225,15 +262,20 @@ func (n *Node) Ready() Ready {
 
 // Advance tells the node the host finished the last Ready. Executions may
 // also be reported later (asynchronous execution); the node only needs them
-// in order.
+// in order. It has nothing to do: each Ready is handed out whole, and
+// executions are reported through Executed.
 func (n *Node) Advance() {}
 
+// hardState is what P1 asks to be durable before a message leaves, beside
+// the log records: the view, whether a view change to it is in progress,
+// and the stable checkpoint certificate (P2).
 func (n *Node) hardState() *bftpb.HardState {
 	return &bftpb.HardState{View: uint64(n.view), ViewChanging: n.viewChanging, Stable: n.stable}
 }
 
 // fail stops the node after a local fault: it must not continue and risk
-// diverging (DESIGN.md §9).
+// diverging (DESIGN.md §9). It is for what at most f faulty replicas cannot
+// cause, such as two commit certificates for one seq.
 func (n *Node) fail(err error) {
 	if n.stopped == nil {
 		n.stopped = fmt.Errorf("%w: %v", ErrStopped, err)
@@ -243,17 +285,24 @@ func (n *Node) fail(err error) {
 
 func (n *Node) primaryOf(v View) ReplicaID { return n.cfg.primaryOf(v) }
 
+// highWatermark is H = h + L (G2).
 func (n *Node) highWatermark() SeqNum { return n.h + n.cfg.LogWindow }
 
+// inWindow reports h < s <= H, where the log takes messages (N2, N4, G2).
 func (n *Node) inWindow(s SeqNum) bool { return s > n.h && s <= n.highWatermark() }
 
-// Output helpers.
+// Output helpers. Messages and records only accumulate in the Ready; the
+// host persists a round's records before it sends the round's messages (P1),
+// so the order of these calls within a round does not matter.
 
+// broadcast sends m to every other replica.
 func (n *Node) broadcast(m *bftpb.Message) {
 	m.From = uint32(n.cfg.ID)
 	n.rd.Messages = append(n.rd.Messages, Outbound{Broadcast: true, Msg: m})
 }
 
+// send sends m to one replica; to itself it sends nothing (its own
+// messages are recorded directly).
 func (n *Node) send(to ReplicaID, m *bftpb.Message) {
 	if to == n.cfg.ID {
 		return
@@ -262,13 +311,14 @@ func (n *Node) send(to ReplicaID, m *bftpb.Message) {
 	n.rd.Messages = append(n.rd.Messages, Outbound{To: to, Msg: m})
 }
 
+// persist adds a log record to the Ready, under its key (RecordKey).
 func (n *Node) persist(rec *bftpb.LogRecord) {
 	n.rd.Records = append(n.rd.Records, Record{Key: RecordKey(rec), Record: rec})
 }
 
 func (n *Node) sign(b []byte) []byte { return n.cfg.Signer.Sign(b) }
 
-// timer is a deadline in ticks.
+// timer is a deadline in ticks; there is no wall clock in the core.
 type timer struct {
 	deadline uint64
 	active   bool
@@ -278,7 +328,12 @@ func (t *timer) start(now uint64, d int) { t.deadline, t.active = now+uint64(d),
 func (t *timer) stop()                   { t.active = false }
 func (t *timer) expired(now uint64) bool { return t.active && now >= t.deadline }
 
+// tickTimers fires the expired timers: the request timer (V1) and the
+// view-change timer T (V6).
 func (n *Node) tickTimers() {
+	// V1: a request this backup waits for did not execute in time: the
+	// primary is faulty, or cannot get through. During a view change the
+	// view-change timer governs instead.
 	if n.reqTimer.expired(n.now) {
 		n.reqTimer.stop()
 		if !n.viewChanging {
@@ -287,6 +342,8 @@ func (n *Node) tickTimers() {
 			n.startViewChange(n.view + 1)
 		}
 	}
+	// V6: no NEW-VIEW within T: move on to the next view, with a doubled
+	// timeout.
 	if n.vc.timer.expired(n.now) {
 		n.vc.timer.stop()
 		if n.viewChanging {
@@ -297,7 +354,10 @@ func (n *Node) tickTimers() {
 }
 
 // backoff returns the timeout d doubled once per view change without
-// progress (V6), capped.
+// progress (V6), capped at MaxViewChangeTimeout. Executed resets the count
+// when a request executes. The doubling gives a correct primary time to
+// finish a view change when the network is slow, instead of the group
+// changing views faster than any can complete.
 func (n *Node) backoff(d int) int {
 	for i := 0; i < n.vc.attempts && d < n.cfg.MaxViewChangeTimeout; i++ {
 		d *= 2

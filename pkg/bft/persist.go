@@ -11,6 +11,14 @@ import (
 // Record keys. Slot records sort by seq, so the log below a stable
 // checkpoint is one key range; view records sort by view.
 //
+// Integers are big-endian, so byte order is numeric order, and "everything
+// at or below s" or "every view below v" is a single range the host deletes
+// at once (G2, enterView). A key names the protocol slot of a message — its
+// seq, view, kind and sender — never its content: each sender's message has
+// its own record, and the node keeps one message per slot (the first, or an
+// O entry that replaces a buffered PRE-PREPARE), so writing it again (with a
+// body it lacked) replaces the record.
+//
 //	's' seq(8) view(8) kind(1) replica(4)   PRE-PREPARE, PREPARE, COMMIT
 //	'v' view(8) kind(1) replica(4)          VIEW-CHANGE, NEW-VIEW
 //	'c' seq(8) replica(4)                   CHECKPOINT (own)
@@ -41,6 +49,7 @@ func RecordKey(rec *bftpb.LogRecord) []byte {
 	return nil
 }
 
+// slotKey is the key of a PRE-PREPARE, PREPARE or COMMIT record.
 func slotKey(seq, view uint64, kind byte, replica uint32) []byte {
 	b := make([]byte, 0, 22)
 	b = append(b, prefixSlot)
@@ -50,6 +59,7 @@ func slotKey(seq, view uint64, kind byte, replica uint32) []byte {
 	return binary.BigEndian.AppendUint32(b, replica)
 }
 
+// viewKey is the key of a VIEW-CHANGE or NEW-VIEW record.
 func viewKey(view uint64, kind byte, replica uint32) []byte {
 	b := make([]byte, 0, 14)
 	b = append(b, prefixView)
@@ -58,6 +68,8 @@ func viewKey(view uint64, kind byte, replica uint32) []byte {
 	return binary.BigEndian.AppendUint32(b, replica)
 }
 
+// prefixUpTo is the range of the records under prefix whose leading number
+// is at most v.
 func prefixUpTo(prefix byte, v uint64) KeyRange {
 	end := binary.BigEndian.AppendUint64([]byte{prefix}, v+1)
 	if v == ^uint64(0) {
@@ -66,6 +78,8 @@ func prefixUpTo(prefix byte, v uint64) KeyRange {
 	return KeyRange{Start: []byte{prefix}, End: end}
 }
 
+// The records a stable checkpoint at s makes useless (G2), and those that
+// entering view v makes useless (VIEW-CHANGEs and NEW-VIEWs of older views).
 func slotRecordsUpTo(s SeqNum) KeyRange       { return prefixUpTo(prefixSlot, uint64(s)) }
 func checkpointRecordsUpTo(s SeqNum) KeyRange { return prefixUpTo(prefixCheckpoint, uint64(s)) }
 func viewRecordsBelow(v View) KeyRange {
@@ -78,7 +92,15 @@ func viewRecordsBelow(v View) KeyRange {
 // recomputes prepared and committed slots without sending anything: what it
 // sent before is in the log, so it never signs a different message for a
 // (view, seq) it signed before.
+//
+// Restore persists and sends nothing: what it rebuilds is on disk already,
+// and lost messages are re-sent by retransmission (periodic). The first
+// Ready after it carries only the committed batches the host had not
+// executed, and a state target if the replica was behind its stable
+// checkpoint.
 func (n *Node) restore(r *Restored) error {
+	// P3: the persisted view, and whether a view change to it was in
+	// progress; P2: the stable checkpoint certificate, and h with it.
 	hs := r.HardState
 	if hs == nil {
 		hs = &bftpb.HardState{}
@@ -87,6 +109,9 @@ func (n *Node) restore(r *Restored) error {
 	if hs.Stable != nil && hs.Stable.Seq > 0 {
 		n.stable, n.h = hs.Stable, SeqNum(hs.Stable.Seq)
 	}
+	// The host's applied seq and client table, committed in one batch with
+	// the state (P2): everything up to lastExecuted is in the store, and
+	// whatever was handed out beyond it is handed out again.
 	n.lastExecuted, n.execCursor = r.LastExecuted, r.LastExecuted
 	n.clients.restore(r.Clients)
 	for _, rec := range r.Records {
@@ -100,6 +125,8 @@ func (n *Node) restore(r *Restored) error {
 		seqs = append(seqs, s)
 	}
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	// maxOwn is the highest seq of a PRE-PREPARE this replica signed as
+	// primary of the current view.
 	var maxOwn SeqNum
 	for _, s := range seqs {
 		sl := n.slots[s]
@@ -115,6 +142,7 @@ func (n *Node) restore(r *Restored) error {
 			}
 			n.restorePhase(sl, ph)
 		}
+		// Executed already: in the store, never handed out again.
 		if s <= n.lastExecuted {
 			sl.handedOff = true
 		}
@@ -128,6 +156,14 @@ func (n *Node) restore(r *Restored) error {
 			}
 		}
 	}
+	// P3: sequence numbers are never reused after a restart. A primary
+	// continues after the last PRE-PREPARE it signed in its view (every one
+	// sent was persisted first, P1; one lost in the crash was never sent, so
+	// reusing its seq contradicts nothing), above h, and after O of its
+	// NEW-VIEW. Reusing a seq it sent would mean a second PRE-PREPARE for (v,
+	// s): backups that took the first refuse it (N2), others may prepare it,
+	// and a correct replica would act as an equivocating primary, which the
+	// bound of f faults does not allow for.
 	n.nextSeq = maxOwn + 1
 	if n.nextSeq <= n.h {
 		n.nextSeq = n.h + 1
@@ -146,15 +182,23 @@ func (n *Node) restore(r *Restored) error {
 			}
 		}
 	}
+	// Behind the stable checkpoint: a state transfer was running (or an
+	// install was cut short). Start it again (G3).
 	if n.lastExecuted < n.h {
 		n.transfer = nil
 		n.startTransfer(n.stable)
 	}
+	// Nothing rebuilt above is persisted or sent again; only the state
+	// target, if any, goes out.
 	n.rd = Ready{StateTarget: n.rd.StateTarget}
 	n.tryExecute()
 	return nil
 }
 
+// restoreRecord puts one record back. Records outside (h, h+L], or naming
+// a replica outside the group, are skipped: the deletes of G2 go in one
+// atomic write with the hard state, so a consistent store holds none, and
+// a record is not trusted beyond what a consistent store can hold.
 func (n *Node) restoreRecord(rec *bftpb.LogRecord) error {
 	switch r := rec.Record.(type) {
 	case *bftpb.LogRecord_PrePrepare:
@@ -168,6 +212,8 @@ func (n *Node) restoreRecord(rec *bftpb.LogRecord) error {
 		}
 		sl := n.slotFor(SeqNum(pp.Seq))
 		ph := sl.phase(View(pp.View), n.cfg.N)
+		// One PRE-PREPARE per (v, s) and so one record; a body in it is the
+		// batch's.
 		if ph.pp == nil {
 			ph.pp, ph.digest = header(pp), d
 		}
@@ -200,10 +246,14 @@ func (n *Node) restoreRecord(rec *bftpb.LogRecord) error {
 			n.vc.store(vc, n.view+n.cfg.MaxFutureViews)
 		}
 	case *bftpb.LogRecord_NewView:
+		// The NEW-VIEW of the view this replica had entered: floor, deferred
+		// entries and relays come from it.
 		if View(r.NewView.View) == n.view && !n.viewChanging {
 			n.vc.newView = r.NewView
 		}
 	case *bftpb.LogRecord_Checkpoint:
+		// Own CHECKPOINTs above h: the digests stabilize compares, and the
+		// messages retransmit re-sends.
 		cp := r.Checkpoint
 		if SeqNum(cp.Seq) > n.h && ReplicaID(cp.Replica) == n.cfg.ID {
 			d, _ := digestFrom(cp.StateDigest)
@@ -216,13 +266,28 @@ func (n *Node) restoreRecord(rec *bftpb.LogRecord) error {
 	return nil
 }
 
+// restorable reports whether seq lies in the log's window (h, h+L].
 func (n *Node) restorable(seq uint64) bool {
 	s := SeqNum(seq)
 	return s > n.h && s <= n.h+n.cfg.LogWindow
 }
 
 // restorePhase recomputes prepared and committed for one (view, seq) from
-// restored messages, without sending anything.
+// restored messages, without sending anything. It counts as checkPrepared
+// and checkCommitted do, with one difference: 2f+1 matching COMMITs mark the
+// slot committed even if this replica had not prepared; they are a commit
+// certificate, which proves the batch as in catch-up (G3).
+//
+// TODO(review): it does so for every restored view, including a view above
+// the persisted one whose messages were only buffered before the crash
+// (N4). A buffered PRE-PREPARE with 2f PREPAREs then makes the slot prepared
+// in a view this replica never entered: (1) its VIEW-CHANGE for that view
+// carries a prepared certificate of the target view itself, which every
+// Checker rejects (V3 wants views below the new one), and (2) once it
+// enters that view, checkPrepared finds the phase prepared already and
+// never sends its COMMIT (N5). Without the restart it would do neither
+// (checkPrepared runs only in an active view). Liveness only; both were
+// reproduced with a throwaway test.
 func (n *Node) restorePhase(sl *slot, ph *phase) {
 	if ph.pp == nil {
 		return
@@ -234,6 +299,7 @@ func (n *Node) restorePhase(sl *slot, ph *phase) {
 			prepares = append(prepares, p)
 		}
 	}
+	// N4, V2 as in checkPrepared: the highest view's certificate per slot.
 	if len(prepares) >= n.q.Prepares() && n.body(sl, ph.digest) != nil {
 		ph.prepared = true
 		if sl.prepared == nil || View(sl.prepared.PrePrepare.View) <= ph.view {
@@ -246,6 +312,8 @@ func (n *Node) restorePhase(sl *slot, ph *phase) {
 			commits = append(commits, c)
 		}
 	}
+	// 2f+1 matching COMMITs, whether or not this replica prepared (see
+	// above).
 	if len(commits) >= n.q.Quorum() && !sl.committed {
 		sl.committed, sl.commitDigest, sl.commitView = true, ph.digest, ph.view
 		sl.commitPP = ph.pp
