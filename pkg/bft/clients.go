@@ -17,22 +17,39 @@ import (
 // same atomic batch as the state changes; after a restart or a state
 // transfer the host hands the table back (Restored.Clients,
 // StateInstalled).
+//
+// Why a window and not PBFT's last reply per client: PBFT keeps one reply
+// per client, which allows one request outstanding, so a client process
+// would wait a full round trip per envelope. Here a client may have W
+// envelopes outstanding per group (pbft.md C2), so the table remembers every
+// executed timestamp above the low watermark, to execute each at most once,
+// with its reply, to resend it when the client retransmits. Exactly-once
+// needs only that a timestamp is never forgotten while the client might
+// still send it again, and the client's signed low says when that is over.
+// Refusing timestamps above low + W bounds the table at W replies per
+// client, however many requests a client sends.
 
+// reqKey identifies a request: its client and timestamp (C1).
 type reqKey struct {
 	client ClientID
 	ts     uint64
 }
 
+// cachedReply is the reply of an executed request, kept for
+// retransmissions (C2, C4).
 type cachedReply struct {
 	result []byte
 	done   bool // executed and result known; false while the host executes it
 }
 
+// clientState is one client's entry: its low watermark, and the replies of
+// the timestamps above it that executed (or are executing).
 type clientState struct {
 	low     uint64
 	replies map[uint64]*cachedReply
 }
 
+// clientTable maps clients to their entries; w is W, the window.
 type clientTable struct {
 	w uint64
 	m map[ClientID]*clientState
@@ -42,6 +59,7 @@ func newClientTable(w uint64) clientTable {
 	return clientTable{w: w, m: make(map[ClientID]*clientState)}
 }
 
+// get returns c's entry, creating it; only execution creates entries.
 func (t *clientTable) get(c ClientID) *clientState {
 	cs := t.m[c]
 	if cs == nil {
@@ -63,6 +81,10 @@ const (
 
 // classify tells what a request would get, given the client's state and
 // the low watermark the request itself declares, without changing anything.
+// The effective low is the higher of the two: the request's low is signed
+// by the client (Checker.Request), so it can only give up the client's own
+// requests. A cached reply comes first, so a retransmission gets its result
+// while the table holds it.
 func (t *clientTable) classify(cs *clientState, r *bftpb.Request) (disposition, uint64) {
 	low := r.Low
 	var cached *cachedReply
@@ -102,7 +124,9 @@ func (cs *clientState) raiseLow(low uint64) []uint64 {
 	return forgot
 }
 
-// restore replaces the table with records from the store.
+// restore replaces the table with records from the store, after a restart
+// or a state transfer. Every stored reply is done: the store holds only
+// executed batches (P2).
 func (t *clientTable) restore(recs []*bftpb.ClientRecord) {
 	t.m = make(map[ClientID]*clientState, len(recs))
 	for _, rec := range recs {
@@ -116,8 +140,9 @@ func (t *clientTable) restore(recs []*bftpb.ClientRecord) {
 	}
 }
 
-// Records returns the client table as records, sorted by client, for tests
-// and for hosts that store the table whole.
+// ClientRecords returns the client table as records, sorted by client, for
+// tests and for hosts that store the table whole. Replies still executing
+// are left out: they are not durable yet.
 func (n *Node) ClientRecords() []*bftpb.ClientRecord {
 	ids := make([]string, 0, len(n.clients.m))
 	for c := range n.clients.m {

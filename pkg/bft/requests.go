@@ -7,7 +7,9 @@ import (
 )
 
 // pendingReq is a valid client request this replica holds and has not seen
-// executed (V1).
+// executed (V1): its key, the request with its digest (computed once, on
+// arrival), its arrival order, its payload size (for the batch limits) and
+// the tick it was last forwarded to the primary (C4).
 type pendingReq struct {
 	key         reqKey
 	req         *bftpb.Request
@@ -18,7 +20,10 @@ type pendingReq struct {
 }
 
 // requestStore holds pending requests, in arrival order, and the primary's
-// queue of requests to batch.
+// queue of requests to batch. byClient indexes them per client, so that a
+// raised low watermark drops a client's stale ones at once (removeUpTo).
+// The store is bounded by MaxPendingRequests (onRequest). A backup's
+// request timer runs while it is not empty (V1).
 type requestStore struct {
 	m        map[reqKey]*pendingReq
 	byClient map[ClientID]map[uint64]struct{}
@@ -35,6 +40,7 @@ func newRequestStore() requestStore {
 
 func (rs *requestStore) len() int { return len(rs.m) }
 
+// add holds a new pending request.
 func (rs *requestStore) add(key reqKey, r *bftpb.Request, d Digest) *pendingReq {
 	rs.counter++
 	p := &pendingReq{key: key, req: r, digest: d, order: rs.counter, size: len(r.Payload)}
@@ -48,6 +54,9 @@ func (rs *requestStore) add(key reqKey, r *bftpb.Request, d Digest) *pendingReq 
 	return p
 }
 
+// remove forgets a pending request (executed, answered or stale) and
+// reports whether it was held. Its queue entry, if any, goes lazily
+// (cutBatch).
 func (rs *requestStore) remove(key reqKey) bool {
 	if _, ok := rs.m[key]; !ok {
 		return false
@@ -86,9 +95,12 @@ func (rs *requestStore) ordered() []*pendingReq {
 	return out
 }
 
+// enqueue puts p at the end of the primary's queue.
 func (rs *requestStore) enqueue(p *pendingReq) { rs.queue = append(rs.queue, p) }
 
 // resetQueue makes the queue hold every pending request, in arrival order.
 func (rs *requestStore) resetQueue() { rs.queue = rs.ordered() }
 
+// clearQueue empties the queue when a view change starts; the requests stay
+// pending.
 func (rs *requestStore) clearQueue() { rs.queue = nil }

@@ -6,7 +6,8 @@ import (
 
 // phase is what a replica knows about one (view, seq): the PRE-PREPARE
 // (header only; bodies live in the slot), and the PREPAREs and COMMITs by
-// sender. Only the first message per sender is kept.
+// sender. Only the first message per sender is kept. prepared is N4 for
+// this view; digest is the PRE-PREPARE's, the one votes must match.
 type phase struct {
 	view     View
 	pp       *bftpb.PrePrepare
@@ -16,7 +17,11 @@ type phase struct {
 	prepared bool
 }
 
-// slot is what a replica knows about one sequence number in (h, h+L].
+// slot is what a replica knows about one sequence number in (h, h+L]: one
+// phase per view it heard of (those of views before the current one are
+// dropped when a view is entered, enterView), the batch bodies, and what
+// outlives the phases: the prepared certificate of the highest view (V2) and
+// the commit certificate (N6, G3).
 type slot struct {
 	seq    SeqNum
 	phases map[View]*phase
@@ -40,6 +45,8 @@ type slot struct {
 	progress  uint64 // tick of the last progress, for retransmission
 }
 
+// slotFor returns the slot of s, creating it. Callers have checked that s
+// is within the watermarks, so the log stays bounded by L (G2).
 func (n *Node) slotFor(s SeqNum) *slot {
 	sl := n.slots[s]
 	if sl == nil {
@@ -49,6 +56,9 @@ func (n *Node) slotFor(s SeqNum) *slot {
 	return sl
 }
 
+// phase returns the phase of view v, creating it with one vote entry per
+// replica. Views are bounded by the callers (viewState: the current view
+// and MaxFutureViews above it).
 func (sl *slot) phase(v View, n int) *phase {
 	ph := sl.phases[v]
 	if ph == nil {
@@ -67,9 +77,11 @@ func (n *Node) body(sl *slot, d Digest) *bftpb.Batch {
 	return sl.bodies[d]
 }
 
+// emptyBatch is the body of the null batch; shared, never modified.
 var emptyBatch = &bftpb.Batch{}
 
-// addBody stores a verified body and reports whether it was new.
+// addBody stores a verified body and reports whether it was new. Bodies
+// are verified against their digest by the Checker before they get here.
 func (sl *slot) addBody(d Digest, b *bftpb.Batch) bool {
 	if b == nil || sl.bodies[d] != nil {
 		return false
@@ -78,7 +90,9 @@ func (sl *slot) addBody(d Digest, b *bftpb.Batch) bool {
 	return true
 }
 
-// header returns a copy of pp without its body.
+// header returns a copy of pp without its body. Phases, certificates and
+// NEW-VIEWs hold headers; a body is attached only when a PRE-PREPARE is
+// persisted or sent with its batch (withBody).
 func header(pp *bftpb.PrePrepare) *bftpb.PrePrepare {
 	if pp.Batch == nil {
 		return pp
