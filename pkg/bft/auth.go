@@ -7,7 +7,8 @@ type Signer interface {
 	Sign(msg []byte) []byte
 }
 
-// Verifier checks signatures of the group's replicas and of clients.
+// Verifier checks signatures of the group's replicas and of clients. Only
+// the Checker uses it: the node never verifies anything itself.
 type Verifier interface {
 	// VerifyReplica reports whether sig is replica id's signature of msg.
 	VerifyReplica(id ReplicaID, msg, sig []byte) error

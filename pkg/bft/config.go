@@ -14,30 +14,40 @@ type Config struct {
 	// of one cluster or group are worthless in another.
 	ClusterID string
 	Group     GroupID
-	// ID is this replica; N = 3F+1 replicas in the group.
+	// ID is this replica; N = 3F+1 replicas in the group. With n = 3f+1, two
+	// quorums of 2f+1 share f+1 replicas, at least one correct, and a quorum
+	// is available with f replicas silent.
 	ID ReplicaID
 	N  int
 	F  int
 
 	// CheckpointInterval is K: a checkpoint after every K sequence numbers (G1).
+	// Checkpoints are also where the host saves the state it serves for
+	// state transfer (G3).
 	CheckpointInterval SeqNum
-	// LogWindow is L, a multiple of K: H = h + L (G2).
+	// LogWindow is L, a multiple of K and at least 2K (Validate): H = h + L
+	// (G2). With L >= 2K the group goes on ordering the next K batches while
+	// the checkpoint at h+K collects its 2f+1 CHECKPOINTs; with L = K the
+	// primary would stall at every checkpoint.
 	LogWindow SeqNum
 
 	// PipelineWindow is the number of batches the primary keeps in flight
 	// (pre-prepared, not yet executed) before it holds requests back (N1).
 	PipelineWindow int
-	// MaxBatchRequests and MaxBatchBytes bound a batch.
+	// MaxBatchRequests and MaxBatchBytes bound a batch (N1); backups check
+	// the same limits (CheckerConfigFrom, N2).
 	MaxBatchRequests int
 	MaxBatchBytes    int
 	// MaxRequestBytes bounds one client request's payload.
 	MaxRequestBytes int
 	// ClientWindow is W: envelopes a client may have outstanding (C2).
 	ClientWindow uint64
-	// MaxPendingRequests bounds the requests a replica holds unexecuted.
+	// MaxPendingRequests bounds the requests a replica holds unexecuted, so
+	// a flood of valid requests cannot grow memory without bound.
 	MaxPendingRequests int
 
-	// RequestTimeout is the request timer of V1, in ticks.
+	// RequestTimeout is the request timer of V1, in ticks, doubled like T
+	// after view changes without progress (V6).
 	RequestTimeout int
 	// ViewChangeTimeout is T of V6, in ticks; it doubles on each successive
 	// view change without progress, up to MaxViewChangeTimeout.
@@ -47,19 +57,24 @@ type Config struct {
 	// and retransmits messages of slots that made no progress.
 	StatusInterval int
 	// MaxFutureViews bounds how far above the current view messages are
-	// buffered (N4).
+	// buffered (N4). Messages of a view a little ahead are common while a
+	// view change completes; the bound keeps a faulty replica from making
+	// the log hold phases of arbitrarily many views.
 	MaxFutureViews View
-	// MaxFetchBatches bounds the committed batches sent in answer to one Fetch.
+	// MaxFetchBatches bounds the committed batches sent in answer to one Fetch
+	// (G3).
 	MaxFetchBatches int
 
-	// Signer signs this replica's messages.
+	// Signer signs this replica's messages; it must be deterministic (P3).
 	Signer Signer
 	// Logger receives debug output; nil discards it.
 	Logger Logger
 }
 
 // DefaultConfig returns production defaults for replica id of a group of
-// 3f+1. The caller fills ClusterID, Group and Signer.
+// 3f+1. The caller fills ClusterID, Group and Signer. With 10 ms ticks the
+// request timer and T are 2 s (T growing to at most 64 s), and Status goes
+// out every 200 ms.
 func DefaultConfig(id ReplicaID, f int) Config {
 	return Config{
 		ID:                   id,
@@ -87,12 +102,15 @@ func (c *Config) Validate() error {
 	if _, err := quorum.New(c.N, c.F); err != nil {
 		return fmt.Errorf("bft: config: %w", err)
 	}
+	// quorum.Set holds replica ids 0..63.
 	if c.N > quorum.MaxReplicas {
 		return fmt.Errorf("bft: config: n=%d exceeds %d replicas", c.N, quorum.MaxReplicas)
 	}
 	if int(c.ID) >= c.N {
 		return fmt.Errorf("bft: config: replica id %d not in 0..%d", c.ID, c.N-1)
 	}
+	// G2: H falls on a checkpoint, and leaves room for the next checkpoint to
+	// form (see LogWindow).
 	if c.CheckpointInterval == 0 || c.LogWindow == 0 || c.LogWindow%c.CheckpointInterval != 0 || c.LogWindow < 2*c.CheckpointInterval {
 		return fmt.Errorf("bft: config: log window L=%d must be a multiple of the checkpoint interval K=%d and at least 2K", c.LogWindow, c.CheckpointInterval)
 	}
@@ -101,6 +119,7 @@ func (c *Config) Validate() error {
 		return errors.New("bft: config: pipeline window must be at least 1")
 	case c.MaxBatchRequests < 1 || c.MaxBatchBytes < 1:
 		return errors.New("bft: config: batch limits must be positive")
+	// A request larger than a batch could never be ordered.
 	case c.MaxRequestBytes < 1 || c.MaxRequestBytes > c.MaxBatchBytes:
 		return errors.New("bft: config: max request bytes must be positive and at most the max batch bytes")
 	case c.ClientWindow < 1:
@@ -119,7 +138,9 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// primaryOf returns the primary of view v.
+// primaryOf returns the primary of view v. The primary rotates with the
+// view, so a view change always replaces it, and among any f+1 consecutive
+// views one has a correct primary.
 func (c *Config) primaryOf(v View) ReplicaID { return ReplicaID(uint64(v) % uint64(c.N)) }
 
 // PrimaryOf returns the primary of view v in a group of n replicas.

@@ -4,6 +4,13 @@ import "errors"
 
 // Errors returned by the checker and the node. Every rejection of a message
 // also counts in Node.Stats.
+//
+// ErrMalformed through ErrBadNewView are the Checker's (verify.go): a
+// message that gets one is dropped before the node sees it. ErrInvalidRequest
+// and ErrTooLarge also reject client requests. ErrStopped, ErrBusy,
+// ErrOutsideWindow and ErrUnexpectedReply are the node's: a local fault,
+// back-pressure on requests (MaxPendingRequests, the client window of C2),
+// and a host that reports an execution it was not handed.
 var (
 	ErrMalformed       = errors.New("bft: malformed message")
 	ErrNotMember       = errors.New("bft: sender is not a member of the group")

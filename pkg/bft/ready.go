@@ -10,17 +10,35 @@ import "github.com/augustus-db/augustus/pkg/bft/bftpb"
 //     with Node.Executed;
 //  4. start StateTarget, if set, and report it with Node.StateInstalled;
 //  5. call Node.Advance.
+//
+// Why persist before send (P1): a message that left before its record was
+// durable could be contradicted after a crash. A backup that forgot its
+// PREPARE could accept another PRE-PREPARE for the same (v, s) and PREPARE
+// that too; a primary that forgot a PRE-PREPARE could assign its seq again;
+// a replica that forgot its view change could go back to the old view.
+// Each makes a correct replica look faulty, and the protocol's bound of f
+// faults no longer holds. One write per round keeps that to one fsync for
+// all the round's messages.
+//
+// Executions of one Ready may be reported after later Readys (asynchronous
+// execution), but in order.
 type Ready struct {
 	// HardState is set when the view, the view-change flag or the stable
 	// checkpoint changed.
 	HardState *bftpb.HardState
-	// Records are log records to store under their keys (RecordKey).
+	// Records are log records to store under their keys (RecordKey): the
+	// messages this replica signed, and the PRE-PREPAREs, PREPAREs and
+	// COMMITs it received, from which a restart rebuilds its certificates.
 	Records []Record
-	// Deletes are key ranges of records the log no longer needs (G2).
+	// Deletes are key ranges of records the log no longer needs (G2): below
+	// a new stable checkpoint, and view records below a view entered.
 	Deletes []KeyRange
-	// Messages go to other replicas of the group.
+	// Messages go to other replicas of the group, signed already; what a
+	// replica must not contradict is in Records of this Ready or an earlier
+	// one.
 	Messages []Outbound
-	// Replies go to clients; the host adds the MAC.
+	// Replies go to clients; the host adds the MAC. They need no record: a
+	// lost reply is sent again when the client retransmits (C4).
 	Replies []*bftpb.Reply
 	// Executions are committed batches to execute, in sequence order (N7).
 	Executions []Execution
@@ -35,7 +53,10 @@ func (rd *Ready) Empty() bool {
 		len(rd.Messages) == 0 && len(rd.Replies) == 0 && len(rd.Executions) == 0 && rd.StateTarget == nil
 }
 
-// MustSync reports whether step 1 has anything to persist.
+// MustSync reports whether step 1 has anything to persist. (A host may
+// leave that write unsynced when the round sends nothing: P1 asks for
+// durability before a message leaves, and the next synced write makes the
+// earlier ones durable too.)
 func (rd *Ready) MustSync() bool {
 	return rd.HardState != nil || len(rd.Records) > 0 || len(rd.Deletes) > 0
 }
@@ -61,6 +82,7 @@ type Outbound struct {
 
 // Execution is one committed batch to execute.
 type Execution struct {
+	// Seq, View and Digest identify the batch as it committed (N6).
 	Seq    SeqNum
 	View   View
 	Digest Digest
@@ -95,6 +117,8 @@ type PutReply struct {
 }
 
 // StateTarget is a stable checkpoint whose state the replica must fetch.
+// The host checks the fetched state against Digest before it installs it,
+// so a peer that serves another state is caught (G3).
 type StateTarget struct {
 	Seq    SeqNum
 	Digest Digest

@@ -1,6 +1,8 @@
 package bft
 
-// Drop reasons counted in Stats.Dropped.
+// Drop reasons counted in Stats.Dropped. Drops are not errors: faulty
+// peers, reordering and retransmission all produce them, and the counts
+// show which rule turned a message away.
 const (
 	dropInvalid    = iota // malformed, or from ourselves
 	dropWrongView         // not for the current view (or beyond the buffer)
@@ -16,7 +18,8 @@ const (
 // DropReasonNames names the drop reasons, in index order.
 var DropReasonNames = [numDropReasons]string{"invalid", "wrong_view", "watermark", "conflict", "duplicate", "not_primary", "stale", "request"}
 
-// Stats are the core's counters; drivers export them as metrics.
+// Stats are the core's counters; drivers export them as metrics. They only
+// grow, and are not persisted.
 type Stats struct {
 	Dropped           [numDropReasons]uint64
 	Equivocations     uint64 // conflicting PRE-PREPAREs seen from a primary

@@ -11,7 +11,8 @@ type GroupID uint32
 // View is a PBFT view number; the primary of view v is v mod n.
 type View uint64
 
-// SeqNum is a sequence number assigned to a batch by the primary.
+// SeqNum is a sequence number assigned to a batch by the primary. 0 is the
+// genesis checkpoint; batches start at 1.
 type SeqNum uint64
 
 // ClientID is a client's Ed25519 public key, held as a string so it can key maps.
@@ -25,12 +26,15 @@ func (c ClientID) String() string {
 	return fmt.Sprintf("client-%x", []byte(c))
 }
 
-// Digest is a SHA-256 digest.
+// Digest is a SHA-256 digest: of a request, a batch or a state.
 type Digest [32]byte
 
 // String prints a short hex prefix.
 func (d Digest) String() string { return fmt.Sprintf("%x", d[:4]) }
 
+// digestFrom converts a digest from the wire. Callers that get their input
+// after the Checker ignore ok: the Checker rejected every digest of another
+// length (checkDigestLen).
 func digestFrom(b []byte) (Digest, bool) {
 	var d Digest
 	if len(b) != len(d) {
