@@ -24,8 +24,8 @@ type peerStatus struct {
 // The Status (view, view-change flag, stable checkpoint, last executed) is
 // unsigned and proves nothing; peers use it to decide what to re-send or
 // fetch. During a view change every own VIEW-CHANGE since the last view
-// entered is re-sent (vc.own), so that a lost one cannot keep the others
-// from completing a view.
+// entered is re-sent (vc.own, the last few), so that a lost one cannot keep
+// the others from completing a view.
 func (n *Node) periodic() {
 	n.broadcast(&bftpb.Message{Body: &bftpb.Message_Status{Status: &bftpb.Status{
 		View: uint64(n.view), ViewChanging: n.viewChanging, StableSeq: uint64(n.h),
@@ -52,7 +52,8 @@ func (n *Node) retransmit() {
 	if n.viewChanging {
 		return
 	}
-	// From the next batch to execute: below it nothing is needed any more.
+	// From the first batch not reported executed: below it nothing is
+	// needed any more.
 	budget := 2 * n.cfg.PipelineWindow
 	for s := n.lastExecuted + 1; s <= n.highWatermark() && budget > 0; s++ {
 		sl := n.slots[s]
@@ -119,8 +120,8 @@ func (n *Node) onStatus(from ReplicaID, st *bftpb.Status) {
 // catchUp fetches committed batches (with commit certificates) or the
 // stable checkpoint certificate from a peer that reports more progress
 // (G3), at most once per status interval, rotating over peers. A peer whose
-// Status lies costs this replica one fetch per interval; the rotation
-// reaches an honest peer that is ahead.
+// Status lies costs this replica one fetch per interval, and the rotation
+// moves on to the next peer that reports progress.
 func (n *Node) catchUp() {
 	if n.now-n.lastFetch < uint64(n.cfg.StatusInterval) {
 		return

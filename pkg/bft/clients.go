@@ -59,7 +59,8 @@ func newClientTable(w uint64) clientTable {
 	return clientTable{w: w, m: make(map[ClientID]*clientState)}
 }
 
-// get returns c's entry, creating it; only execution creates entries.
+// get returns c's entry, creating it; only execution and restore create
+// entries.
 func (t *clientTable) get(c ClientID) *clientState {
 	cs := t.m[c]
 	if cs == nil {

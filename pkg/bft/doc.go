@@ -2,29 +2,33 @@
 // of n = 3f+1 replicas, written as a deterministic state machine in the shape
 // of etcd's raft RawNode.
 //
-// A host (pkg/bft/replica in production, pkg/bft/bfttest in simulation) drives
-// a Node:
+// A host — pkg/bft/host's Loop, driven by pkg/bft/replica in production and
+// by the simulator of pkg/bft/bfttest — drives a Node:
 //
-//	msg arrives       → VerifyMessage (stateless, parallel) → node.Step(msg)
-//	client request    → VerifyRequest (stateless, parallel) → node.Propose(req)
+//	msg arrives       → Checker.Message (stateless, parallel) → node.Step(msg)
+//	client request    → Checker.Request (stateless, parallel) → node.Propose(req)
 //	clock             → node.Tick()
 //	node.HasReady()   → rd := node.Ready()
-//	                    persist rd.HardState, rd.Records (one fsync)      (pbft.md P1)
+//	                    persist rd.HardState, rd.Records, rd.Deletes
+//	                    in one write                              (pbft.md P1)
 //	                    send rd.Messages, rd.Replies
-//	                    for each rd.Executions: execute, write state +
-//	                    client deltas + last executed seq atomically,      (P2)
-//	                    then node.Executed(seq, results, digest)
+//	                    hand rd.Executions to the executor, which writes
+//	                    state + client deltas + last executed seq
+//	                    atomically for each                       (P2)
 //	                    start rd.StateTarget transfers
 //	                    node.Advance()
+//	execution done    → node.Executed(seq, results, digest), in order,
+//	                    possibly many rounds later
+//	install done      → node.StateInstalled(seq, clients)
 //
 // The core owns every protocol decision: sequence numbers, quorums,
 // certificates, watermarks and garbage collection, view changes, catch-up, and
 // the per-client table that makes execution exactly-once (C2). It signs its own
 // messages through an injected Signer (deterministic Ed25519 in production)
 // because its own signed messages become parts of certificates it forwards.
-// Verifying what arrives is the host's job, through VerifyMessage and
-// VerifyRequest, so that the expensive checks run in parallel off the
-// protocol goroutine; Step assumes its input passed VerifyMessage.
+// Verifying what arrives is the host's job, through Checker.Message and
+// Checker.Request (verify.go), so that the expensive checks run in parallel
+// off the protocol goroutine; Step assumes its input passed Checker.Message.
 //
 // Rules: this package imports no network, storage, metrics, time or
 // math/rand, starts no goroutines and reads no clock (see

@@ -65,8 +65,8 @@ type Node struct {
 	nextSeq  SeqNum // primary: next seq to assign
 	reqTimer timer
 
-	// Catch-up (G3, V5): the peers' last Status hints and the tick of each
-	// kind of fetch, which rate-limits them.
+	// Catch-up (G3, V5): the peers' last Status hints, the ticks of the last
+	// fetches, which rate-limit them, and of the last Status sent.
 	peers      []peerStatus
 	lastFetch  uint64 // tick of the last catch-up fetch
 	fetchPeer  int
@@ -355,7 +355,7 @@ func (n *Node) tickTimers() {
 
 // backoff returns the timeout d doubled once per view change without
 // progress (V6), capped at MaxViewChangeTimeout. Executed resets the count
-// when a request executes. The doubling gives a correct primary time to
+// when a batch executes a request or answers a pending one. The doubling gives a correct primary time to
 // finish a view change when the network is slow, instead of the group
 // changing views faster than any can complete.
 func (n *Node) backoff(d int) int {

@@ -33,9 +33,9 @@ type Ready struct {
 	// Deletes are key ranges of records the log no longer needs (G2): below
 	// a new stable checkpoint, and view records below a view entered.
 	Deletes []KeyRange
-	// Messages go to other replicas of the group, signed already; what a
-	// replica must not contradict is in Records of this Ready or an earlier
-	// one.
+	// Messages go to other replicas of the group, signed already (Status
+	// and Fetch are unsigned hints); whatever a replica must not contradict
+	// later is in Records of this Ready or an earlier one.
 	Messages []Outbound
 	// Replies go to clients; the host adds the MAC. They need no record: a
 	// lost reply is sent again when the client retransmits (C4).

@@ -22,8 +22,8 @@ type pendingReq struct {
 // requestStore holds pending requests, in arrival order, and the primary's
 // queue of requests to batch. byClient indexes them per client, so that a
 // raised low watermark drops a client's stale ones at once (removeUpTo).
-// The store is bounded by MaxPendingRequests (onRequest). A backup's
-// request timer runs while it is not empty (V1).
+// The store is bounded by MaxPendingRequests (onRequest). A backup runs
+// its request timer while the store holds requests (V1).
 type requestStore struct {
 	m        map[reqKey]*pendingReq
 	byClient map[ClientID]map[uint64]struct{}

@@ -758,8 +758,9 @@ func (c *Checker) fetch(f *bftpb.Fetch) error {
 			return fmt.Errorf("%w: fetch range [%d, %d]", ErrMalformed, f.FromSeq, f.ToSeq)
 		}
 	case bftpb.Fetch_KIND_NEW_VIEW:
-		// No fields the answer depends on: the node answers with the
-		// NEW-VIEW of its current view.
+		// Any view is a fair question: the node answers with the NEW-VIEW
+		// of its current view only if it is in the asked view or beyond
+		// (Node.onFetch).
 	case bftpb.Fetch_KIND_BATCH:
 		// The node looks the body up by this digest (see checkDigestLen).
 		return checkDigestLen(f.Digest)
