@@ -109,9 +109,8 @@ func (n *Node) onStatus(from ReplicaID, st *bftpb.Status) {
 	p.stable, p.lastExecuted = SeqNum(st.StableSeq), SeqNum(st.LastExecuted)
 	// A peer behind in views, or still changing to the view we are in, gets
 	// the NEW-VIEW that started it (V5 makes it self-certifying).
-	// TODO(review): the Checker rejects a NEW-VIEW whose sender is not its
-	// signer (see the TODO in Checker.Message), so this re-send reaches the
-	// peer only when this replica is the view's primary.
+	// Any member may relay it: the Checker checks the primary's signature,
+	// not the sender.
 	if !n.viewChanging && n.vc.newView != nil && (p.view < n.view || (p.view == n.view && p.viewChanging)) {
 		n.send(from, &bftpb.Message{Body: &bftpb.Message_NewView{NewView: n.vc.newView}})
 	}
@@ -291,13 +290,18 @@ func (n *Node) onCommittedBatch(cb *bftpb.CommittedBatch) {
 		return
 	}
 	sl := n.slotFor(s)
-	// A slot already committed keeps its certificate (a second one is not
-	// compared with it here).
+	d, _ := digestFrom(pp.Digest)
+	// A slot already committed keeps its certificate. A second certificate
+	// for another batch means more than f replicas are faulty: markCommitted
+	// stops the replica rather than let it diverge.
 	if sl.committed {
+		if sl.commitDigest != d {
+			n.markCommitted(sl, View(pp.View), d, pp, cb.Cert)
+			return
+		}
 		n.stats.Dropped[dropDuplicate]++
 		return
 	}
-	d, _ := digestFrom(pp.Digest)
 	sl.addBody(d, pp.Batch)
 	sl.bodyPersisted[d] = true
 	// Persisted, the PRE-PREPARE with its body and the 2f+1 COMMITs: a

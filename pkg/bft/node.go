@@ -278,7 +278,7 @@ func (n *Node) hardState() *bftpb.HardState {
 // cause, such as two commit certificates for one seq.
 func (n *Node) fail(err error) {
 	if n.stopped == nil {
-		n.stopped = fmt.Errorf("%w: %v", ErrStopped, err)
+		n.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
 		n.log.Warnf("replica %d stopped: %v", n.cfg.ID, err)
 	}
 }
@@ -358,8 +358,11 @@ func (n *Node) tickTimers() {
 // when a batch executes a request or answers a pending one. The doubling gives a correct primary time to
 // finish a view change when the network is slow, instead of the group
 // changing views faster than any can complete.
-func (n *Node) backoff(d int) int {
-	for i := 0; i < n.vc.attempts && d < n.cfg.MaxViewChangeTimeout; i++ {
+func (n *Node) backoff(d int) int { return n.backoffFrom(d, n.vc.attempts) }
+
+// backoffFrom doubles d k times, capped at MaxViewChangeTimeout.
+func (n *Node) backoffFrom(d, k int) int {
+	for i := 0; i < k && d < n.cfg.MaxViewChangeTimeout; i++ {
 		d *= 2
 	}
 	if d > n.cfg.MaxViewChangeTimeout {

@@ -278,16 +278,13 @@ func (n *Node) restorable(seq uint64) bool {
 // slot committed even if this replica had not prepared; they are a commit
 // certificate, which proves the batch as in catch-up (G3).
 //
-// TODO(review): it does so for every restored view, including a view above
-// the persisted one whose messages were only buffered before the crash
-// (N4). A buffered PRE-PREPARE with 2f PREPAREs then makes the slot prepared
-// in a view this replica never entered: (1) its VIEW-CHANGE for that view
-// carries a prepared certificate of the target view itself, which every
-// Checker rejects (V3 wants views below the new one), and (2) once it
-// enters that view, checkPrepared finds the phase prepared already and
-// never sends its COMMIT (N5). Without the restart it would do neither
-// (checkPrepared runs only in an active view). Liveness only; both were
-// reproduced with a throwaway test.
+// Only a view the replica had entered can hold a prepared phase: messages of
+// a future view, or of the view a view change is heading for, were only
+// buffered before the crash (N4). Marking them prepared would put a
+// certificate of the target view itself into its VIEW-CHANGE (which V3
+// rejects) and, once it entered that view, keep checkPrepared from ever
+// sending its COMMIT (N5). A commit certificate (2f+1 COMMITs) proves its
+// batch whatever the view, as in catch-up.
 func (n *Node) restorePhase(sl *slot, ph *phase) {
 	if ph.pp == nil {
 		return
@@ -300,7 +297,8 @@ func (n *Node) restorePhase(sl *slot, ph *phase) {
 		}
 	}
 	// N4, V2 as in checkPrepared: the highest view's certificate per slot.
-	if len(prepares) >= n.q.Prepares() && n.body(sl, ph.digest) != nil {
+	entered := ph.view < n.view || (ph.view == n.view && !n.viewChanging)
+	if entered && len(prepares) >= n.q.Prepares() && n.body(sl, ph.digest) != nil {
 		ph.prepared = true
 		if sl.prepared == nil || View(sl.prepared.PrePrepare.View) <= ph.view {
 			sl.prepared = &bftpb.PreparedCert{PrePrepare: ph.pp, Prepares: prepares[:n.q.Prepares()]}

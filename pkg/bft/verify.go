@@ -206,7 +206,7 @@ func (c *Checker) Request(r *bftpb.Request) error {
 	// request, and the client table executes it at most once (C2). The
 	// Verifier also applies the cluster's client policy.
 	if err := c.cfg.Verifier.VerifyClient(ClientID(r.Client), c.dom.RequestBytes(r), r.Signature); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadSignature, err)
+		return fmt.Errorf("%w: %w", ErrBadSignature, err)
 	}
 	// N2, DESIGN.md §3.2: the application's stateless validation. It runs
 	// at every replica with the same verdict (signed requests, deterministic
@@ -216,7 +216,7 @@ func (c *Checker) Request(r *bftpb.Request) error {
 	// and changes the view (V1).
 	if c.cfg.Validate != nil {
 		if err := c.cfg.Validate(r.Payload); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+			return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 		}
 	}
 	return nil
@@ -320,18 +320,11 @@ func (c *Checker) Message(m *bftpb.Message) error {
 		}
 		return c.viewChange(b.ViewChange)
 	case *bftpb.Message_NewView:
-		// TODO(review): a NEW-VIEW proves itself (the primary's signature,
-		// 2f+1 VIEW-CHANGEs, O recomputed below), yet the signer check
-		// demands that the sender be the primary. The NEW-VIEW that a backup
-		// relays to a peer behind in views (Node.onStatus, and the answer to
-		// a KIND_NEW_VIEW fetch in Node.onFetch) therefore always fails here
-		// with ErrWrongSigner: only the primary itself can bring a lagging
-		// replica into its view, which docs/bft.md ("a replica behind in
-		// views receives the NEW-VIEW from a peer that is ahead") and the
-		// comment in onStatus do not expect. Liveness only.
-		if err := signer(b.NewView.GetReplica()); err != nil {
-			return err
-		}
+		// A NEW-VIEW proves itself — the primary's signature over it, 2f+1
+		// valid VIEW-CHANGEs, O recomputed from them (newView) — so any
+		// member may relay it: a backup brings a peer behind in views into
+		// its view (Node.onStatus). Demanding that the sender be the primary
+		// would leave that to the primary alone.
 		return c.newView(b.NewView)
 	case *bftpb.Message_Status:
 		// An unsigned hint (catchup.go): only the link authenticates it, so
@@ -516,7 +509,7 @@ func (c *Checker) checkpointProof(seq uint64, digest []byte, cps []*bftpb.Checkp
 		}
 		// Grid, digest length, membership and signature of each vote.
 		if err := c.checkpoint(cp); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadCertificate, err)
+			return fmt.Errorf("%w: %w", ErrBadCertificate, err)
 		}
 	}
 	return nil
@@ -535,7 +528,7 @@ func (c *Checker) PreparedCert(pc *bftpb.PreparedCert) error {
 	pp := pc.GetPrePrepare()
 	// Header only, from the primary of its view, signed (N2).
 	if err := c.prePrepare(pp, false); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadCertificate, err)
+		return fmt.Errorf("%w: %w", ErrBadCertificate, err)
 	}
 	// At least 2f PREPAREs; at most n-1, the number of backups.
 	if len(pc.Prepares) < c.q.Prepares() || len(pc.Prepares) > c.cfg.N-1 {
@@ -554,7 +547,7 @@ func (c *Checker) PreparedCert(pc *bftpb.PreparedCert) error {
 		}
 		// N4: from backups only (prepare rejects the primary's), signed.
 		if err := c.prepare(p); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadCertificate, err)
+			return fmt.Errorf("%w: %w", ErrBadCertificate, err)
 		}
 	}
 	return nil
@@ -590,7 +583,7 @@ func (c *Checker) CommitCert(cc *bftpb.CommitCert) error {
 		}
 		// Each a member's valid signature.
 		if err := c.commit(m); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadCertificate, err)
+			return fmt.Errorf("%w: %w", ErrBadCertificate, err)
 		}
 	}
 	return nil
@@ -615,6 +608,21 @@ func (c *Checker) viewChange(vc *bftpb.ViewChange) error {
 	if vc.StableSeq%uint64(c.cfg.CheckpointInterval) != 0 {
 		return fmt.Errorf("%w: stable checkpoint %d is not a multiple of %d", ErrBadCertificate, vc.StableSeq, c.cfg.CheckpointInterval)
 	}
+	// At most one certificate per seq in (s_c, s_c+L]: more cannot all be
+	// valid. Refused before any of their signatures is verified.
+	if len(vc.Prepared) > int(c.cfg.LogWindow) {
+		return fmt.Errorf("%w: %d prepared certificates exceed the log window", ErrTooLarge, len(vc.Prepared))
+	}
+	// The sender's signature over the view, itself, s_c with its digest,
+	// and the (seq, view, digest) of each certificate (ViewChangeBytes). A
+	// relay — the new primary putting it into V above all — can neither
+	// alter the report nor drop certificates from it: a dropped certificate
+	// could hide a committed batch from V4. Checked before the embedded
+	// certificates, so a forged VIEW-CHANGE costs one verification, not up
+	// to (L+1)(2f+1).
+	if err := c.verifyReplica(vc.Replica, c.dom.ViewChangeBytes(vc), vc.Signature); err != nil {
+		return err
+	}
 	// s_c = 0 is the genesis checkpoint and needs no proof; a certificate
 	// or digest beside it is malformed. Any other s_c must be proven by C
 	// (V3): V4 takes the highest s_c in V as min-s, so an unproven high s_c
@@ -626,11 +634,6 @@ func (c *Checker) viewChange(vc *bftpb.ViewChange) error {
 		}
 	} else if err := c.checkpointProof(vc.StableSeq, vc.StableDigest, vc.CheckpointCert); err != nil {
 		return err
-	}
-	// At most one certificate per seq in (s_c, s_c+L]: more cannot all be
-	// valid. Refused before any of their signatures is verified.
-	if len(vc.Prepared) > int(c.cfg.LogWindow) {
-		return fmt.Errorf("%w: %d prepared certificates exceed the log window", ErrTooLarge, len(vc.Prepared))
 	}
 	seqs := make(map[uint64]struct{}, len(vc.Prepared))
 	for _, pc := range vc.Prepared {
@@ -660,12 +663,7 @@ func (c *Checker) viewChange(vc *bftpb.ViewChange) error {
 			return err
 		}
 	}
-	// The sender's signature over the view, itself, s_c with its digest,
-	// and the (seq, view, digest) of each certificate (ViewChangeBytes). A
-	// relay — the new primary putting it into V above all — can neither
-	// alter the report nor drop certificates from it: a dropped certificate
-	// could hide a committed batch from V4.
-	return c.verifyReplica(vc.Replica, c.dom.ViewChangeBytes(vc), vc.Signature)
+	return nil
 }
 
 // newView checks V5: signed by the primary of the view, 2f+1 valid
@@ -737,7 +735,7 @@ func (c *Checker) newView(nv *bftpb.NewView) error {
 		// certificates of VIEW-CHANGEs, which are checked without this
 		// NEW-VIEW.
 		if err := c.prePrepare(pp, false); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadNewView, err)
+			return fmt.Errorf("%w: %w", ErrBadNewView, err)
 		}
 	}
 	// The primary's signature over the view, itself, a hash of each

@@ -249,14 +249,10 @@ func (n *Node) checkViewChange() {
 	}
 	if n.vc.timerView != n.view {
 		n.vc.timerView = n.view
-		// TODO(review): pbft.md V6 waits T for the first NEW-VIEW and 2T
-		// after moving on. startViewChange has already counted this view
-		// change in attempts, so backoff doubles T once before the first
-		// wait: the first NEW-VIEW wait is 2T, then 4T (measured: 20 ticks
-		// with ViewChangeTimeout = 10). Liveness only;
-		// TestV6_ViewChangeTimeoutDoublesOnConsecutiveViewChanges checks the
-		// doubling but only a lower bound on the first wait.
-		n.vc.timer.start(n.now, n.backoff(n.cfg.ViewChangeTimeout))
+		// V6: T for the first NEW-VIEW of a run of view changes, 2T after
+		// moving on, and so on. startViewChange already counted this view
+		// change in attempts, so the doubling starts one attempt later.
+		n.vc.timer.start(n.now, n.backoffFrom(n.cfg.ViewChangeTimeout, n.vc.attempts-1))
 	}
 	// V4: the primary of the view sends NEW-VIEW once it holds 2f+1
 	// VIEW-CHANGEs, its own among them.

@@ -57,11 +57,11 @@ func (c *Config) validate() error {
 	}
 	g, rep, err := c.Cluster.Replica(c.Name)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrConfig, err)
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	keys, err := c.Cluster.GroupKeys(bft.GroupID(g.ID))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrConfig, err)
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if !c.Key.Public().(ed25519.PublicKey).Equal(keys[rep.Index]) {
 		return fmt.Errorf("%w: the private key does not match the public key of %s in the cluster file", ErrConfig, c.Name)
