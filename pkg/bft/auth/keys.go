@@ -49,7 +49,7 @@ func EncodePublicKey(pub ed25519.PublicKey) string {
 func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q is not standard base64: %v", ErrMalformedKey, s, err)
+		return nil, fmt.Errorf("%w: %q is not standard base64: %w", ErrMalformedKey, s, err)
 	}
 	if err := CheckPublicKey(b); err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func ParsePrivateKey(data []byte) (ed25519.PrivateKey, error) {
 	}
 	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformedKey, err)
+		return nil, fmt.Errorf("%w: %w", ErrMalformedKey, err)
 	}
 	priv, ok := key.(ed25519.PrivateKey)
 	if !ok {

@@ -6,8 +6,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"io/fs"
 	"math/big"
 	"os"
@@ -254,4 +256,19 @@ func TestParsePublicKeyRejectsMalformedKeys(t *testing.T) {
 			require.ErrorIs(t, err, ErrMalformedKey)
 		})
 	}
+}
+
+// A decoding error keeps its cause in the chain beside ErrMalformedKey.
+func TestKeyDecodingErrorsKeepTheirCause(t *testing.T) {
+	_, err := ParsePublicKey("not*base64")
+	require.ErrorIs(t, err, ErrMalformedKey)
+	var b64 base64.CorruptInputError
+	require.ErrorAs(t, err, &b64)
+
+	der := pem.EncodeToMemory(&pem.Block{Type: pemType, Bytes: []byte{0x30, 0x03, 0x02, 0x01}})
+	_, err = ParsePrivateKey(der)
+	require.ErrorIs(t, err, ErrMalformedKey)
+	var asn1Err asn1.SyntaxError
+	var asn1Struct asn1.StructuralError
+	require.True(t, errors.As(err, &asn1Err) || errors.As(err, &asn1Struct), "cause kept: %v", err)
 }

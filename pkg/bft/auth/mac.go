@@ -81,13 +81,13 @@ func (d *macDeriver) derive(peer []byte) (MACKey, error) {
 	}
 	xp, err := ecdh.X25519().NewPublicKey(u)
 	if err != nil {
-		return key, fmt.Errorf("auth: derive MAC key: peer: %w: %v", ErrMalformedKey, err)
+		return key, fmt.Errorf("auth: derive MAC key: peer: %w: %w", ErrMalformedKey, err)
 	}
 	shared, err := d.x.ECDH(xp)
 	if err != nil {
 		// crypto/ecdh refuses an all-zero output (a small-order peer);
 		// decodePoint has refused those already.
-		return key, fmt.Errorf("auth: derive MAC key: %w: %v", ErrMalformedKey, err)
+		return key, fmt.Errorf("auth: derive MAC key: %w: %w", ErrMalformedKey, err)
 	}
 	lo, hi := d.pub[:], peer
 	if bytes.Compare(lo, hi) > 0 {

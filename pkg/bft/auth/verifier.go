@@ -182,7 +182,7 @@ func (v *Verifier) clientKey(client bft.ClientID) (*verifyKey, error) {
 	}
 	k, err := newVerifyKey(raw[:])
 	if err != nil {
-		return nil, fmt.Errorf("%w (%v)", err, client)
+		return nil, fmt.Errorf("%w (client %v)", err, client)
 	}
 	v.open.add(raw, k)
 	return k, nil

@@ -122,7 +122,10 @@ func (c *Cluster) N() int { return 3*c.F + 1 }
 // maxFileSize bounds a cluster file.
 const maxFileSize = 16 << 20
 
-// Load reads, defaults and validates a cluster file.
+// Load reads, defaults and validates a cluster file. Errors about the
+// file's contents wrap ErrInvalid and name the file once, after the
+// sentinel's prefix ("cluster: invalid cluster: PATH: ..."), so a caller
+// that adds its own context does not repeat "cluster:".
 func Load(path string) (*Cluster, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -134,37 +137,45 @@ func Load(path string) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: load %s: %w", path, err)
 	}
 	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("cluster: load %s: %w: larger than %d bytes", path, ErrInvalid, maxFileSize)
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrInvalid, path, maxFileSize)
 	}
-	c, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: load %s: %w", path, err)
-	}
-	return c, nil
+	return parse(data, path)
 }
 
 // Parse decodes, defaults and validates the contents of a cluster file.
 // Unknown fields are errors, so a misspelt field is not silently ignored.
-func Parse(data []byte) (*Cluster, error) {
+func Parse(data []byte) (*Cluster, error) { return parse(data, "") }
+
+// parse is Parse for the file named source ("" if unnamed): its errors
+// name it.
+func parse(data []byte, source string) (*Cluster, error) {
+	where := ""
+	if source != "" {
+		where = source + ": "
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var c Cluster
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalid, describeJSONError(data, err))
+		return nil, fmt.Errorf("%w: %s%s%w", ErrInvalid, where, jsonPosition(data, err), err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: unexpected data after the JSON object", ErrInvalid)
+		return nil, fmt.Errorf("%w: %sunexpected data after the JSON object", ErrInvalid, where)
 	}
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			ve.File = source
+		}
 		return nil, err
 	}
 	return &c, nil
 }
 
-// describeJSONError adds a line and column to JSON errors that carry an
-// offset.
-func describeJSONError(data []byte, err error) string {
+// jsonPosition returns "line L, column C: " for JSON errors that carry an
+// offset, and "" for others.
+func jsonPosition(data []byte, err error) string {
 	var offset int64 = -1
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
@@ -175,11 +186,11 @@ func describeJSONError(data []byte, err error) string {
 		offset = typ.Offset
 	}
 	if offset < 0 || offset > int64(len(data)) {
-		return err.Error()
+		return ""
 	}
 	line := 1 + bytes.Count(data[:offset], []byte("\n"))
 	col := offset - int64(bytes.LastIndexByte(data[:offset], '\n'))
-	return fmt.Sprintf("line %d, column %d: %v", line, col, err)
+	return fmt.Sprintf("line %d, column %d: ", line, col)
 }
 
 // Marshal validates c and returns its cluster-file encoding.
@@ -201,7 +212,13 @@ func (c *Cluster) Marshal() ([]byte, error) {
 func (c *Cluster) Save(path string) error {
 	data, err := c.Marshal()
 	if err != nil {
-		return fmt.Errorf("cluster: save %s: %w", path, err)
+		// Marshal's errors carry the package prefix already: name the file
+		// without repeating it.
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			ve.File = path
+		}
+		return err
 	}
 	if err := writeFileAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("cluster: save %s: %w", path, err)

@@ -43,15 +43,22 @@ var (
 // ValidationError lists every problem Validate found. errors.Is matches
 // ErrInvalid and the sentinel of each problem.
 type ValidationError struct {
+	// File is the cluster file the problems were found in ("" if the
+	// cluster did not come from a file); the message names it once.
+	File     string
 	Problems []error
 }
 
 func (e *ValidationError) Error() string {
+	prefix := ErrInvalid.Error() + ": "
+	if e.File != "" {
+		prefix += e.File + ": "
+	}
 	if len(e.Problems) == 1 {
-		return "cluster: invalid cluster: " + e.Problems[0].Error()
+		return prefix + e.Problems[0].Error()
 	}
 	var b strings.Builder
-	b.WriteString("cluster: invalid cluster: ")
+	b.WriteString(prefix)
 	b.WriteString(strconv.Itoa(len(e.Problems)))
 	b.WriteString(" problems:")
 	for _, p := range e.Problems {

@@ -75,9 +75,11 @@ func KeyPath(dir, name string) string { return filepath.Join(dir, KeysDir, name+
 // the initial partition map splits the key space into Groups equal ranges by
 // the first key byte. It never overwrites a key or a cluster file.
 func Generate(opts GenerateOptions) (*Cluster, error) {
+	// build's errors wrap this package's sentinels (whose messages start
+	// with "cluster:") or say "cluster: generate:" themselves.
 	c, keys, err := build(opts)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: generate: %w", err)
+		return nil, err
 	}
 	if err := write(opts.Dir, c, keys); err != nil {
 		return nil, fmt.Errorf("cluster: generate in %s: %w", opts.Dir, err)
@@ -122,7 +124,7 @@ func build(opts GenerateOptions) (*Cluster, []namedKey, error) {
 	if id == "" {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return nil, nil, fmt.Errorf("cluster id: %w", err)
+			return nil, nil, fmt.Errorf("cluster: generate: cluster id: %w", err)
 		}
 		id = "augustus-" + hex.EncodeToString(b[:])
 	}
@@ -141,7 +143,7 @@ func build(opts GenerateOptions) (*Cluster, []namedKey, error) {
 		for i := range n {
 			priv, err := auth.GenerateKey()
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, fmt.Errorf("cluster: generate: %w", err)
 			}
 			name := ReplicaName(uint32(g), uint32(i))
 			keys = append(keys, namedKey{name, priv})
@@ -159,7 +161,7 @@ func build(opts GenerateOptions) (*Cluster, []namedKey, error) {
 	for i := range opts.Clients {
 		priv, err := auth.GenerateKey()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("cluster: generate: %w", err)
 		}
 		name := ClientName(i)
 		keys = append(keys, namedKey{name, priv})
@@ -210,7 +212,13 @@ func write(dir string, c *Cluster, keys []namedKey) error {
 			return err
 		}
 	}
-	return c.Save(clusterFile)
+	// c is valid (build checked it): only writing can fail here, and its
+	// errors are the operating system's, wrapped once by Generate.
+	data, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(clusterFile, data, 0o644)
 }
 
 // mkdirSynced creates dir (and parents) if needed and syncs the parent of

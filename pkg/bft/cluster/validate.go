@@ -36,6 +36,12 @@ func (v *validator) add(kind error, format string, args ...any) {
 	v.problems = append(v.problems, newProblem(kind, format, args...))
 }
 
+// addCause is add for a problem that an error found: the problem wraps it
+// too, so errors.Is and errors.As reach the cause.
+func (v *validator) addCause(kind, cause error, format string, args ...any) {
+	v.problems = append(v.problems, &problem{kinds: []error{kind, cause}, msg: fmt.Sprintf(format, args...)})
+}
+
 // Validate checks the cluster and returns a *ValidationError listing every
 // problem, or nil. Tunables must already be set (Load and Generate call
 // SetDefaults first).
@@ -158,7 +164,7 @@ func (v *validator) addr(where, field, addr string, required bool) {
 	}
 	norm, err := normalizeAddr(addr)
 	if err != nil {
-		v.add(ErrBadAddress, "%s: %s %q: %v", where, field, addr, err)
+		v.addCause(ErrBadAddress, err, "%s: %s %q: %v", where, field, addr, err)
 		return
 	}
 	if prev, dup := v.addrs[norm]; dup {
@@ -224,7 +230,7 @@ func (v *validator) partitions(c *Cluster, groups map[uint32]bool) {
 	for i, p := range c.Partitions {
 		start, end, err := p.Bounds()
 		if err != nil {
-			v.add(ErrBadPartitions, "partitions[%d]: %v", i, err)
+			v.addCause(ErrBadPartitions, err, "partitions[%d]: %v", i, err)
 			continue
 		}
 		if !groups[p.Group] {
