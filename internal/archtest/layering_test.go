@@ -26,6 +26,9 @@ type rule struct {
 var (
 	external = []string{"google.golang.org/grpc", "github.com/cockroachdb/pebble", "github.com/prometheus/"}
 	rules    = []rule{
+		// The one back-off algorithm (gRPC's), shared by the transport and
+		// the process supervisor: nothing of ours.
+		{pkg: "internal/backoff", ownAllowed: []string{"internal/backoff"}},
 		// storage is the bottom layer: nothing of ours.
 		{pkg: "pkg/storage", ownAllowed: []string{"pkg/storage"}},
 		// The PBFT core: a deterministic state machine (DESIGN.md §2, §3).
@@ -38,7 +41,7 @@ var (
 		{pkg: "internal/invariants", ownAllowed: []string{"internal/invariants"}, forbid: external},
 		{pkg: "pkg/bft/envelope", ownAllowed: []string{"pkg/bft/envelope"}},
 		// The transport moves bytes: no protocol logic, no storage.
-		{pkg: "pkg/bft/transport", ownAllowed: []string{"pkg/bft/bftpb", "pkg/bft/transport", "pkg/bft/transport/transportpb"},
+		{pkg: "pkg/bft/transport", ownAllowed: []string{"internal/backoff", "pkg/bft/bftpb", "pkg/bft/transport", "pkg/bft/transport/transportpb"},
 			forbid: []string{"github.com/cockroachdb/pebble"}},
 		// Keys and the cluster file: no network, storage or metrics.
 		{pkg: "pkg/bft/auth", forbid: append([]string{module + "pkg/bft/transport", module + "pkg/bft/replica",

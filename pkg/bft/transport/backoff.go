@@ -1,17 +1,22 @@
 package transport
 
 import (
-	"math/rand/v2"
 	"time"
+
+	"github.com/augustus-db/augustus/internal/backoff"
 )
 
 // Backoff is the exponential back-off with jitter between attempts to
-// (re)open a stream.
+// (re)open a stream, and of the gRPC channel underneath it: both use one
+// configuration (Config) and one algorithm, gRPC's (internal/backoff).
 type Backoff struct {
 	// Min is the first delay (default 50ms); each failure doubles it up to
-	// Max (default 5s). The actual wait is uniform in [d/2, d).
+	// Max (default 5s). The actual wait is spread ±Jitter around it.
 	Min, Max time.Duration
 }
+
+// backoffJitter is the fraction by which delays are randomized.
+const backoffJitter = 0.2
 
 func (b Backoff) withDefaults() Backoff {
 	if b.Min <= 0 {
@@ -26,13 +31,11 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// delay returns the wait before attempt number attempt (0-based).
-func (b Backoff) delay(attempt int) time.Duration {
-	d := b.Min
-	for i := 0; i < attempt && d < b.Max; i++ {
-		d *= 2
-	}
-	d = min(d, b.Max)
-	half := d / 2
-	return half + time.Duration(rand.Int64N(int64(d-half)+1))
+// Config is the gRPC back-off configuration of b: what the channel's
+// reconnects use, and what delay computes stream re-opens from.
+func (b Backoff) Config() backoff.Config {
+	return backoff.Config{BaseDelay: b.Min, Multiplier: 2, Jitter: backoffJitter, MaxDelay: b.Max}
 }
+
+// delay returns the wait before attempt number attempt (0-based).
+func (b Backoff) delay(attempt int) time.Duration { return backoff.Delay(b.Config(), attempt) }

@@ -9,7 +9,8 @@
 //
 //   - Peers, the outgoing side of a replica: one long-lived Peer stream per
 //     other replica, owned by one goroutine that drains a bounded queue and
-//     reconnects with exponential back-off and jitter. Send and Broadcast
+//     reconnects with exponential back-off and jitter (gRPC's algorithm and
+//     configuration, shared with the gRPC channel underneath). Send and Broadcast
 //     never block; a full queue drops its oldest message (counted). A
 //     broadcast is marshaled once and the same bytes go to every stream.
 //   - Server, the incoming side: Peer, Client and FetchState streams on one
@@ -33,5 +34,6 @@
 // for the handlers.
 //
 // Rules: this package must not import pkg/bft (the core) or any other
-// Augustus package but pkg/bft/bftpb and its own transportpb.
+// Augustus package but pkg/bft/bftpb, its own transportpb and
+// internal/backoff (the module's one back-off algorithm, gRPC's).
 package transport

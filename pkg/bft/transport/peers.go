@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
@@ -143,7 +142,7 @@ func dial(addr string, creds *identityCreds, bo Backoff, maxMsg int, c *codec) (
 	return grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: bo.Min, Multiplier: 2, Jitter: 0.25, MaxDelay: bo.Max},
+			Backoff:           bo.Config(),
 			MinConnectTimeout: 5 * time.Second,
 		}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
