@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = TransportDialer(bft.ClientID(cfg.Key.Public().(ed25519.PublicKey)), cfg.TransportMetrics, cfg.Logger)
+		cfg.Dial = TransportDialer(cfg.Key, cfg.TransportMetrics, cfg.Logger)
 	}
 	signer, err := auth.NewSigner(cfg.Key)
 	if err != nil {

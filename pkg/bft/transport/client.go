@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ type clientOptions struct {
 	dialTimeout           time.Duration
 	metrics               *Metrics
 	logger                *slog.Logger
-	clientID              []byte
+	key                   ed25519.PrivateKey
 }
 
 // WithClientQueue bounds the requests waiting to be sent (defaults
@@ -60,22 +61,15 @@ func WithClientMetrics(m *Metrics) ClientOption { return func(o *clientOptions) 
 // WithClientLogger sets the logger (default slog.Default()).
 func WithClientLogger(l *slog.Logger) ClientOption { return func(o *clientOptions) { o.logger = l } }
 
-// WithClientID binds every stream the client opens to client id at once,
-// by sending a bind-only request (IsBind) first, so the replica can push
-// replies to it before the client sends that replica a request of its own —
-// after every reconnect, too. A group client sends its requests to the
-// primary only but hears replies from every replica.
-func WithClientID(id []byte) ClientOption {
-	return func(o *clientOptions) { o.clientID = append([]byte(nil), id...) }
-}
-
-// BindRequest is the bind-only request of WithClientID.
-func BindRequest(id []byte) *bftpb.Request { return &bftpb.Request{Client: id} }
-
-// IsBind reports whether r only binds a stream to its client id: no
-// timestamp, payload or signature. Servers bind and do not pass it on.
-func IsBind(r *bftpb.Request) bool {
-	return r.GetTimestamp() == 0 && len(r.GetPayload()) == 0 && len(r.GetSignature()) == 0 && len(r.GetClient()) > 0
+// WithClientKey binds every stream the client opens to the client id of
+// key (its Ed25519 public key) at once, by proving possession of the key
+// (see bind.go), so the replica can push replies to the stream before the
+// client sends that replica a request of its own — after every reconnect,
+// too. A group client sends its requests to the primary only but hears
+// replies from every replica. Without it, streams are bound to no client
+// and receive no replies routed by client id.
+func WithClientKey(key ed25519.PrivateKey) ClientOption {
+	return func(o *clientOptions) { o.key = key }
 }
 
 // Client is a client's stream to one replica (for clients that are not
@@ -94,7 +88,7 @@ type Client struct {
 	metrics *Metrics
 	log     *slog.Logger
 	up      atomic.Bool
-	bind    *Encoded // sent first on every stream (WithClientID)
+	key     ed25519.PrivateKey // proves the client id on every stream (WithClientKey)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -136,11 +130,12 @@ func DialClient(ctx context.Context, addr string, tlsConfig *tls.Config, opts ..
 		log:     o.logger.With("component", "transport-client", "addr", addr),
 		done:    make(chan struct{}),
 	}
-	if o.clientID != nil {
-		if c.bind, err = encodeRequest(BindRequest(o.clientID)); err != nil {
+	if o.key != nil {
+		if len(o.key) != ed25519.PrivateKeySize {
 			_ = cc.Close()
-			return nil, fmt.Errorf("transport: bind request: %w", err)
+			return nil, fmt.Errorf("%w: client key has %d bytes", ErrConfig, len(o.key))
 		}
+		c.key = o.key
 	}
 	ctx, c.cancel = context.WithCancel(ctx)
 	go c.run(ctx)
@@ -150,7 +145,19 @@ func DialClient(ctx context.Context, addr string, tlsConfig *tls.Config, opts ..
 // Send queues r and returns at once; it reports whether r was queued (false
 // if the client is closed or r is too large). When the queue is full the
 // oldest queued request is dropped.
+//
+// An unsigned bind request (BindRequest) is not sent: on its own it binds
+// nothing, and a client made with WithClientKey binds each stream with a
+// proof.
 func (c *Client) Send(r *bftpb.Request) bool {
+	if IsBind(r) && len(r.GetSignature()) == 0 {
+		select {
+		case <-c.done:
+			return false
+		default:
+			return true
+		}
+	}
 	e, err := encodeRequest(r)
 	if err != nil {
 		c.metrics.drop(DropEncode)
@@ -224,12 +231,12 @@ func (c *Client) run(ctx context.Context) {
 func (c *Client) session(ctx context.Context) (up bool, err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.open(sctx, cancel)
+	stream, nonce, err := c.open(sctx, cancel)
 	if err != nil {
 		return false, err
 	}
-	if c.bind != nil {
-		if err := stream.SendMsg(c.bind); err != nil {
+	if c.key != nil {
+		if err := c.bind(stream, nonce); err != nil {
 			return false, err
 		}
 	}
@@ -292,19 +299,46 @@ func (c *Client) recvLoop(ctx context.Context, stream transportpb.Transport_Clie
 	}
 }
 
-func (c *Client) open(ctx context.Context, cancel context.CancelFunc) (transportpb.Transport_ClientClient, error) {
+// open opens a stream and waits until the server accepts it; it returns the
+// server's bind challenge.
+func (c *Client) open(ctx context.Context, cancel context.CancelFunc) (transportpb.Transport_ClientClient, []byte, error) {
 	t := time.AfterFunc(c.dialTO, cancel)
 	defer t.Stop()
 	stream, err := c.client.Client(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	md, err := stream.Header()
 	if err == nil && len(md.Get(acceptedHeader)) == 0 {
 		err = endError(stream.RecvMsg(new(bftpb.Reply)))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return stream, nil
+	var nonce []byte
+	if v := md.Get(BindNonceHeader); len(v) == 1 {
+		nonce = []byte(v[0])
+	}
+	return stream, nonce, nil
+}
+
+// bind proves the client's key on a new stream (bind.go).
+func (c *Client) bind(stream transportpb.Transport_ClientClient, nonce []byte) error {
+	if len(nonce) != bindNonceSize {
+		return fmt.Errorf("%w: the replica sent no challenge (%d bytes)", ErrBind, len(nonce))
+	}
+	exporter, err := ExporterOf(stream.Context())
+	if err != nil {
+		return err
+	}
+	e, err := encodeRequest(SignedBindRequest(c.key, nonce, exporter))
+	if err != nil {
+		return err
+	}
+	e.kind = KindBind
+	if err := stream.SendMsg(e); err != nil {
+		return err
+	}
+	c.metrics.sent(KindBind, e.Len())
+	return nil
 }

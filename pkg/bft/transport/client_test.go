@@ -2,6 +2,9 @@ package transport
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"testing"
 	"time"
@@ -24,6 +27,22 @@ func echoReplies(nd *node) {
 			Status: bftpb.ReplyStatus_REPLY_STATUS_OK, Result: r.Payload,
 		})
 	}
+}
+
+// newClientKey returns a client key and its client id.
+func newClientKey(t testing.TB) (ed25519.PrivateKey, []byte) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	return priv, []byte(pub)
+}
+
+// dialKeyedClient dials nd with a fresh client key and returns the client
+// and its id; every stream it opens proves the key.
+func dialKeyedClient(t *testing.T, c *cluster, nd *node, opts ...ClientOption) (*Client, []byte) {
+	t.Helper()
+	key, id := newClientKey(t)
+	return dialTestClient(t, c, nd, append(opts, WithClientKey(key))...), id
 }
 
 func dialTestClient(t *testing.T, c *cluster, nd *node, opts ...ClientOption) *Client {
@@ -75,17 +94,18 @@ func TestClientRepliesAreRoutedToTheirClient(t *testing.T) {
 	c := newCluster(t, 1)
 	nd := c.nodes[0]
 	echoReplies(nd)
-	a, b := dialTestClient(t, c, nd), dialTestClient(t, c, nd)
+	a, ida := dialKeyedClient(t, c, nd)
+	b, idb := dialKeyedClient(t, c, nd)
 	const n = 20
 	for i := range n {
-		require.True(t, a.Send(&bftpb.Request{Client: []byte("client-a"), Timestamp: uint64(i + 1), Payload: []byte(fmt.Sprint("a", i))}))
-		require.True(t, b.Send(&bftpb.Request{Client: []byte("client-b"), Timestamp: uint64(i + 1), Payload: []byte(fmt.Sprint("b", i))}))
+		require.True(t, a.Send(&bftpb.Request{Client: ida, Timestamp: uint64(i + 1), Payload: []byte(fmt.Sprint("a", i))}))
+		require.True(t, b.Send(&bftpb.Request{Client: idb, Timestamp: uint64(i + 1), Payload: []byte(fmt.Sprint("b", i))}))
 	}
 	for _, tc := range []struct {
 		cl     *Client
 		client string
 		prefix string
-	}{{a, "client-a", "a"}, {b, "client-b", "b"}} {
+	}{{a, string(ida), "a"}, {b, string(idb), "b"}} {
 		for i := range n {
 			r := recvReply(t, tc.cl)
 			require.Equal(t, tc.client, string(r.Client))
@@ -95,6 +115,7 @@ func TestClientRepliesAreRoutedToTheirClient(t *testing.T) {
 	}
 	require.Equal(t, float64(2*n), value(t, nd.metrics.recvMsgK[KindClientRequest]))
 	require.Equal(t, float64(2*n), value(t, nd.metrics.sentMsgK[KindReply]))
+	require.Equal(t, float64(2), value(t, nd.metrics.recvMsgK[KindBind]), "one bind per stream")
 }
 
 func TestClientConnSendRepliesOnItsStream(t *testing.T) {
@@ -103,14 +124,14 @@ func TestClientConnSendRepliesOnItsStream(t *testing.T) {
 	nd.rec.mu.Lock()
 	nd.rec.onReq = func(_ context.Context, r *bftpb.Request, cc *ClientConn) {
 		// The stream's identity and address travel in the reply.
-		cc.Send(&bftpb.Reply{Client: r.Client, Timestamp: r.Timestamp, Result: []byte(string(cc.ClientID()) + " " + cc.RemoteAddr().String())})
+		cc.Send(&bftpb.Reply{Client: r.Client, Timestamp: r.Timestamp, Result: []byte(hex.EncodeToString(cc.ClientID()) + " " + cc.RemoteAddr().String())})
 	}
 	nd.rec.mu.Unlock()
-	cl := dialTestClient(t, c, nd)
-	cl.Send(&bftpb.Request{Client: []byte("me"), Timestamp: 7})
+	cl, id := dialKeyedClient(t, c, nd)
+	cl.Send(&bftpb.Request{Client: id, Timestamp: 7})
 	r := recvReply(t, cl)
 	require.Equal(t, uint64(7), r.Timestamp)
-	require.Contains(t, string(r.Result), "me 127.0.0.1:")
+	require.Contains(t, string(r.Result), hex.EncodeToString(id)+" 127.0.0.1:")
 }
 
 func TestSendReplyWithoutStreamIsDropped(t *testing.T) {
@@ -124,19 +145,16 @@ func TestClientStreamCarriesOneClientID(t *testing.T) {
 	c := newCluster(t, 1)
 	nd := c.nodes[0]
 	echoReplies(nd)
-	cl := dialTestClient(t, c, nd)
-	cl.Send(&bftpb.Request{Client: []byte("honest"), Timestamp: 1})
+	cl, honest := dialKeyedClient(t, c, nd)
+	cl.Send(&bftpb.Request{Client: honest, Timestamp: 1})
 	require.Equal(t, uint64(1), recvReply(t, cl).Timestamp)
 	// A second id on the same stream closes it; the client reconnects.
 	cl.Send(&bftpb.Request{Client: []byte("other"), Timestamp: 2})
 	waitFor(t, "the stream to be closed", func() bool { return rejected(t, nd.metrics, RejectClientMismatch) == 1 })
-	waitFor(t, "the stream to be unregistered", func() bool {
-		return nd.srv.SendReply(&bftpb.Reply{Client: []byte("honest")}) == 0
-	})
-	retransmitUntilReply(t, cl, &bftpb.Request{Client: []byte("honest"), Timestamp: 3})
+	retransmitUntilReply(t, cl, &bftpb.Request{Client: honest, Timestamp: 3})
 	// A request without a client id is dropped without closing the stream.
 	cl.Send(&bftpb.Request{Timestamp: 4})
-	cl.Send(&bftpb.Request{Client: []byte("honest"), Timestamp: 5})
+	cl.Send(&bftpb.Request{Client: honest, Timestamp: 5})
 	for recvReply(t, cl).Timestamp != 5 { // skip replies to retransmissions
 	}
 	require.Equal(t, 1.0, dropped(t, nd.metrics, DropNoClientID))
@@ -146,8 +164,8 @@ func TestClientReconnectsAfterServerRestart(t *testing.T) {
 	c := newCluster(t, 1)
 	nd := c.nodes[0]
 	echoReplies(nd)
-	cl := dialTestClient(t, c, nd)
-	cl.Send(&bftpb.Request{Client: []byte("c"), Timestamp: 1})
+	cl, id := dialKeyedClient(t, c, nd)
+	cl.Send(&bftpb.Request{Client: id, Timestamp: 1})
 	require.Equal(t, uint64(1), recvReply(t, cl).Timestamp)
 	c.stopServer(nd)
 	waitFor(t, "the client to notice", func() bool { return !cl.Connected() })
@@ -156,7 +174,7 @@ func TestClientReconnectsAfterServerRestart(t *testing.T) {
 	c.startServer(t, nd, lis)
 	echoReplies(nd)
 	waitFor(t, "the client to reconnect", cl.Connected)
-	retransmitUntilReply(t, cl, &bftpb.Request{Client: []byte("c"), Timestamp: 2})
+	retransmitUntilReply(t, cl, &bftpb.Request{Client: id, Timestamp: 2})
 }
 
 func TestClientCloseClosesReplies(t *testing.T) {
@@ -173,12 +191,12 @@ func TestSlowClientLosesRepliesInsteadOfBlockingTheReplica(t *testing.T) {
 	nd := c.nodes[0]
 	echoReplies(nd)
 	// A client that never reads: its Replies buffer is tiny and nobody drains it.
-	cl := dialTestClient(t, c, nd, WithReplyBuffer(1))
-	cl.Send(&bftpb.Request{Client: []byte("slow"), Timestamp: 1})
+	cl, slow := dialKeyedClient(t, c, nd, WithReplyBuffer(1))
+	cl.Send(&bftpb.Request{Client: slow, Timestamp: 1})
 	waitFor(t, "registration", func() bool { return nd.rec.requests() == 1 })
 	big := make([]byte, 64<<10)
 	for range 2000 {
-		nd.srv.SendReply(&bftpb.Reply{Client: []byte("slow"), Result: big}) // never blocks
+		nd.srv.SendReply(&bftpb.Reply{Client: slow, Result: big}) // never blocks
 	}
 	require.Positive(t, dropped(t, nd.metrics, DropQueueFull))
 }
@@ -231,14 +249,13 @@ func TestFetchStateReportsTheServersError(t *testing.T) {
 	require.Error(t, c.nodes[0].peers.FetchState(context.Background(), 5, &transportpb.StateRequest{}, nil))
 }
 
-// A client dialed with WithClientID hears replies addressed to it on a
-// stream it never sent a request on, and again after the stream is remade;
-// the bind request never reaches the handler.
-func TestClientWithIDReceivesRepliesWithoutSendingRequests(t *testing.T) {
+// A client dialed with WithClientKey hears replies addressed to it on a
+// stream it never sent a request on, and again after the stream is remade
+// (a new TLS session, a new challenge); the bind never reaches the handler.
+func TestClientWithKeyReceivesRepliesWithoutSendingRequests(t *testing.T) {
 	c := newCluster(t, 1)
 	nd := c.nodes[0]
-	id := []byte("bound-by-hello")
-	cl := dialTestClient(t, c, nd, WithClientID(id))
+	cl, id := dialKeyedClient(t, c, nd)
 	waitFor(t, "the bind", func() bool { return nd.srv.SendReply(&bftpb.Reply{Client: id, Timestamp: 7}) > 0 })
 	require.Equal(t, uint64(7), recvReply(t, cl).Timestamp)
 	c.stopServer(nd)

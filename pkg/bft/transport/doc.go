@@ -19,8 +19,12 @@
 //     run on the stream's goroutine, so a slow owner applies back-pressure to
 //     that stream instead of making the server buffer without bound.
 //     Replies are routed to clients by client id through bounded per-stream
-//     queues (SendReply).
-//   - Client (DialClient), a non-replica's stream to one replica.
+//     queues (SendReply), to the streams bound to that id. A stream binds to
+//     a client id only by proving the id's private key with a signature over
+//     a fresh challenge tied to the TLS session (bind.go), so no client can
+//     receive another client's replies.
+//   - Client (DialClient), a non-replica's stream to one replica; with
+//     WithClientKey it proves its key on every stream it opens.
 //   - Faults, an Interceptor that delays, drops or cuts outgoing messages per
 //     link, deterministically given a seed (the test kernels have no netem).
 //

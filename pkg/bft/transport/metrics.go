@@ -32,6 +32,9 @@ const (
 	DropEncode = "encode_error"
 	// DropNoClientID: a client request without a client id.
 	DropNoClientID = "no_client_id"
+	// DropNotBound: a reply pushed on a client stream that is not bound to
+	// the reply's client (ClientConn.Send).
+	DropNotBound = "not_bound"
 )
 
 // Reasons for rejecting a peer (augustus_transport_rejected_peers_total).
@@ -44,6 +47,13 @@ const (
 	RejectWrongPeer = "wrong_peer"
 	// RejectClientMismatch: a client stream carried two client ids.
 	RejectClientMismatch = "client_mismatch"
+	// RejectUnprovenBind: a bind request without a signature; the stream
+	// stays open and unbound.
+	RejectUnprovenBind = "unproven_bind"
+	// RejectBadBind: a bind request whose signature does not verify for
+	// the stream's challenge (a wrong key, or a bind replayed from another
+	// stream or TLS session); the stream is closed.
+	RejectBadBind = "bad_bind"
 )
 
 // RPC names: the values of the "rpc" label.
@@ -76,7 +86,7 @@ type Metrics struct {
 
 var dropReasons = []string{
 	DropQueueFull, DropTooLarge, DropFault, DropPartition, DropStreamError, DropClosed,
-	DropUnknownPeer, DropNoClient, DropNoBody, DropEncode, DropNoClientID,
+	DropUnknownPeer, DropNoClient, DropNoBody, DropEncode, DropNoClientID, DropNotBound,
 }
 
 // NewMetrics builds the transport metrics and registers them with reg, which

@@ -40,10 +40,12 @@ type Handler interface {
 	// certificate of the stream authenticates; m.From has been overwritten
 	// with it. m belongs to the handler.
 	OnMessage(ctx context.Context, from uint32, m *bftpb.Message)
-	// OnRequest delivers a client request and the stream it came on, to
-	// which replies can be pushed. Replies can also be routed by client id
-	// with Server.SendReply. The request is not verified: the client id is
-	// what the client claims.
+	// OnRequest delivers a client request and the stream it came on. The
+	// request is not verified: its client id is what the client claims. If
+	// the stream is bound (its holder proved a client key, bind.go), the
+	// request carries that id; replies are routed by proven client id with
+	// Server.SendReply, or pushed with conn.Send to a stream bound to their
+	// client.
 	OnRequest(ctx context.Context, r *bftpb.Request, conn *ClientConn)
 	// OnFetchState serves a state-transfer request from replica from by
 	// calling send for each chunk, in order; it returns when the state is
@@ -280,14 +282,29 @@ func (v *service) Client(stream transportpb.Transport_ClientServer) error {
 	if p, ok := peer.FromContext(ctx); ok {
 		remote = p.Addr
 	}
-	c := &ClientConn{
-		id:      v.s.nextID.Add(1),
-		remote:  remote,
-		metrics: v.s.metrics,
-		q:       make(chan *Encoded, v.s.replyQ),
-		done:    make(chan struct{}),
+	// The bind challenge of this stream (bind.go): a fresh nonce, and the
+	// TLS session's exporter value the client's signature must cover.
+	exporter, err := ExporterOf(ctx)
+	if err != nil {
+		cancel()
+		v.s.metrics.reject(RejectNoTLS)
+		return status.Error(codes.Unauthenticated, err.Error())
 	}
-	if err := stream.SendHeader(metadata.Pairs(acceptedHeader, "client")); err != nil {
+	nonce, err := newBindNonce()
+	if err != nil {
+		cancel()
+		return status.Error(codes.Internal, err.Error())
+	}
+	c := &ClientConn{
+		id:       v.s.nextID.Add(1),
+		remote:   remote,
+		metrics:  v.s.metrics,
+		q:        make(chan *Encoded, v.s.replyQ),
+		done:     make(chan struct{}),
+		nonce:    nonce,
+		exporter: exporter,
+	}
+	if err := stream.SendHeader(metadata.Pairs(acceptedHeader, "client", BindNonceHeader, string(nonce))); err != nil {
 		cancel()
 		return err
 	}
@@ -299,8 +316,8 @@ func (v *service) Client(stream transportpb.Transport_ClientServer) error {
 		close(c.done)
 		cancel()
 		wg.Wait()
-		if c.client != "" {
-			v.s.unregister(c.client, c)
+		if id := c.Bound(); id != "" {
+			v.s.unregister(id, c)
 		}
 		g.Dec()
 	}()
@@ -320,23 +337,56 @@ func (v *service) Client(stream transportpb.Transport_ClientServer) error {
 			v.s.log.Warn("malformed client request; closing stream", "remote", remote, "bytes", n, "err", err)
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
-		switch id := string(r.GetClient()); {
+		id := string(r.GetClient())
+		switch {
 		case id == "":
 			v.s.metrics.drop(DropNoClientID)
 			continue
-		case c.client == "":
-			c.client = id
-			v.s.register(id, c)
-		case c.client != id:
+		case IsBind(r):
+			v.s.metrics.received(KindBind, n)
+			if err := v.bind(c, r); err != nil {
+				return err
+			}
+			continue // nothing for the owner
+		case c.client != "" && c.client != id:
+			// A stream bound to one client carries that client's requests
+			// only.
 			v.s.metrics.reject(RejectClientMismatch)
 			return status.Error(codes.InvalidArgument, "transport: a client stream carries one client id")
 		}
+		// A request on an unbound stream is delivered (its signature, not
+		// the stream, authenticates it) but binds nothing: only a proof of
+		// the key does.
 		v.s.metrics.received(KindClientRequest, n)
-		if IsBind(r) {
-			continue // bound above; nothing for the owner
-		}
 		v.s.h.OnRequest(ctx, r, c)
 	}
+}
+
+// bind handles a bind request on stream c: an unsigned one binds nothing
+// (counted); a signed one binds c to its client id once the signature
+// verifies against c's challenge, and closes the stream if it does not.
+func (v *service) bind(c *ClientConn, r *bftpb.Request) error {
+	if len(r.GetSignature()) == 0 {
+		v.s.metrics.reject(RejectUnprovenBind)
+		return nil
+	}
+	if err := verifyBind(r, c.nonce, c.exporter); err != nil {
+		v.s.metrics.reject(RejectBadBind)
+		v.s.log.Warn("client bind refused; closing stream", "remote", c.remote, "err", err)
+		return status.Error(codes.PermissionDenied, err.Error())
+	}
+	id := string(r.GetClient())
+	switch c.Bound() {
+	case "":
+		c.setClient(id)
+		v.s.register(id, c)
+	case id:
+		// Bound already: nothing to do.
+	default:
+		v.s.metrics.reject(RejectClientMismatch)
+		return status.Error(codes.InvalidArgument, "transport: a client stream carries one client id")
+	}
+	return nil
 }
 
 func (v *service) FetchState(req *transportpb.StateRequest, stream transportpb.Transport_FetchStateServer) error {
@@ -364,18 +414,37 @@ func (v *service) FetchState(req *transportpb.StateRequest, stream transportpb.T
 type ClientConn struct {
 	id      uint64
 	remote  net.Addr
-	client  string // bound by the first request, before any OnRequest call
 	metrics *Metrics
 	q       chan *Encoded
 	done    chan struct{}
+	// nonce and exporter are the stream's bind challenge (bind.go).
+	nonce, exporter []byte
+
+	// client is the proven client id, "" until a bind verifies. The
+	// stream's goroutine writes it; handlers may read it from others.
+	mu     sync.Mutex
+	client string
+}
+
+// Bound returns the client id the stream proved, "" if none yet.
+func (c *ClientConn) Bound() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}
+
+func (c *ClientConn) setClient(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.client = id
 }
 
 // ID is unique among the streams of one Server.
 func (c *ClientConn) ID() uint64 { return c.id }
 
-// ClientID is the client id the stream is bound to (the first request's
-// Request.client). It is claimed, not verified.
-func (c *ClientConn) ClientID() []byte { return []byte(c.client) }
+// ClientID is the client id the stream is bound to: its holder proved the
+// id's private key on this TLS session (bind.go). It is empty until then.
+func (c *ClientConn) ClientID() []byte { return []byte(c.Bound()) }
 
 // RemoteAddr is the client's network address, if known.
 func (c *ClientConn) RemoteAddr() net.Addr { return c.remote }
@@ -384,8 +453,13 @@ func (c *ClientConn) RemoteAddr() net.Addr { return c.remote }
 func (c *ClientConn) Done() <-chan struct{} { return c.done }
 
 // Send queues r on this stream without blocking; it reports false if r was
-// dropped (queue full or stream ended).
+// dropped: queue full, stream ended, or r is addressed to another client
+// than the one the stream proved to be (a reply goes only to its client).
 func (c *ClientConn) Send(r *bftpb.Reply) bool {
+	if id := c.Bound(); id == "" || id != string(r.GetClient()) {
+		c.metrics.drop(DropNotBound)
+		return false
+	}
 	e, err := encodeReply(r)
 	if err != nil {
 		c.metrics.drop(DropEncode)

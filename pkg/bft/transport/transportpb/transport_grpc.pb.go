@@ -46,8 +46,13 @@ type TransportClient interface {
 	Peer(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[bftpb.Message, PeerStreamEnd], error)
 	// Client is a client's stream to one replica: the client sends Requests;
 	// the replica pushes the Replies addressed to that client (Reply.client).
-	// The first request binds the stream to its client id; every later
-	// request on the stream must carry the same id.
+	// The replica accepts the stream with a fresh nonce in the response header
+	// augustus-bind-nonce-bin. The stream is bound to a client id (and gets
+	// that client's replies) only when the client proves the id's key: a
+	// bind Request (client id and signature, no timestamp or payload) whose
+	// signature covers the nonce and the TLS session's exporter value
+	// (pkg/bft/transport/bind.go). Every request on a bound stream must
+	// carry its id.
 	Client(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[bftpb.Request, bftpb.Reply], error)
 	// FetchState streams the state of the checkpoint at seq in chunks whose
 	// bytes the storage layer encodes (state transfer, pbft.md G3). Only
@@ -121,8 +126,13 @@ type TransportServer interface {
 	Peer(grpc.ClientStreamingServer[bftpb.Message, PeerStreamEnd]) error
 	// Client is a client's stream to one replica: the client sends Requests;
 	// the replica pushes the Replies addressed to that client (Reply.client).
-	// The first request binds the stream to its client id; every later
-	// request on the stream must carry the same id.
+	// The replica accepts the stream with a fresh nonce in the response header
+	// augustus-bind-nonce-bin. The stream is bound to a client id (and gets
+	// that client's replies) only when the client proves the id's key: a
+	// bind Request (client id and signature, no timestamp or payload) whose
+	// signature covers the nonce and the TLS session's exporter value
+	// (pkg/bft/transport/bind.go). Every request on a bound stream must
+	// carry its id.
 	Client(grpc.BidiStreamingServer[bftpb.Request, bftpb.Reply]) error
 	// FetchState streams the state of the checkpoint at seq in chunks whose
 	// bytes the storage layer encodes (state transfer, pbft.md G3). Only
