@@ -134,12 +134,13 @@ func BenchmarkClientRoundTrip(b *testing.B) {
 		nd.srv.SendReply(&bftpb.Reply{Client: r.Client, Timestamp: r.Timestamp, Result: r.Payload})
 	}
 	nd.rec.mu.Unlock()
-	cl, err := DialClient(context.Background(), nd.addr, dialTLS(nil, c.pins), WithClientLogger(quietLog))
+	key, id := newClientKey(b)
+	cl, err := DialClient(context.Background(), nd.addr, dialTLS(nil, c.pins), WithClientLogger(quietLog), WithClientKey(key))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	req := &bftpb.Request{Client: make([]byte, 32), Payload: make([]byte, 256), Signature: make([]byte, 64)}
+	req := &bftpb.Request{Client: id, Payload: make([]byte, 256), Signature: make([]byte, 64)}
 	inflight := 0
 	b.ResetTimer()
 	t0 := time.Now()

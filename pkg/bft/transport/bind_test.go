@@ -185,3 +185,17 @@ func TestBoundStreamRefusesASecondClient(t *testing.T) {
 	require.Equal(t, 1.0, rejected(t, nd.metrics, RejectClientMismatch))
 	waitFor(t, "the stream to be unregistered", func() bool { return nd.srv.SendReply(&bftpb.Reply{Client: ida}) == 0 })
 }
+
+// BenchmarkBindVerify is the server's cost of one bind (once per client
+// stream): an Ed25519 verification.
+func BenchmarkBindVerify(b *testing.B) {
+	key, _ := newClientKey(b)
+	nonce, exporter := make([]byte, bindNonceSize), make([]byte, bindExporterSize)
+	r := SignedBindRequest(key, nonce, exporter)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := verifyBind(r, nonce, exporter); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
