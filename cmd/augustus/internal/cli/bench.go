@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,8 +67,17 @@ envelopes/s and calls per envelope (from the client's metrics), requests per
 PBFT batch (from the replicas), latency percentiles of single calls (HDR
 histogram), and CPU time per call summed over the group's replica processes:
 process_cpu_seconds_total scraped from every replica's /metrics before and after
-the measured interval. CPU of this process is reported separately. On a machine
-that also runs the replicas, the bench competes with them for the CPU.`,
+the measured interval (a replica left out says why). CPU of this process is
+reported separately. On a machine that also runs the replicas, the bench
+competes with them for the CPU.
+
+Errors are counted, never hidden: a call that returns an error, a call that hits
+--call-timeout, and a call still without a result at the end (calls in flight
+when the interval ends get min(--call-timeout, 5s) to finish) each count as an
+error, in the report and the JSON. bench exits with status 1 when any call
+failed, or when no call completed in the last 5s of the interval (or in the
+whole interval, if it is shorter): the group stopped answering.
+`,
 		Example: `  augustus init --dir ./c --groups 1 && augustus start --dir ./c --app noop &
   augustus bench --workload noop --dir ./c --clients 64 --duration 20s --size 1024
   augustus bench --workload log --dir ./c --clients 16 --duration 10s --size 100 --json result.json`,
@@ -84,10 +95,10 @@ that also runs the replicas, the bench competes with them for the CPU.`,
 	fl.DurationVar(&o.warmup, "warmup", 2*time.Second, "load before the measured interval, not counted")
 	fl.IntVar(&o.size, "size", 0, "bytes per call (noop) or per appended value (log)")
 	fl.StringVar(&o.clientKey, "client-key", "", "the client's private key file (default DIR/keys/client0.key)")
-	fl.StringVar(&o.jsonPath, "json", "", "also write the result as JSON to this file")
+	fl.StringVar(&o.jsonPath, "json", "", "also write the result as JSON to this file (checked before the run)")
 	fl.StringVar(&o.progress, "progress", "auto", `live progress: "bar" (a progress bar), "lines" (a line every 5s), "off", or "auto" (bar on a terminal, else lines)`)
-	fl.DurationVar(&o.callTimeout, "call-timeout", 30*time.Second, "a call without a result after this long counts as an error")
-	fl.IntVar(&o.window, "window", 0, "envelopes outstanding (W; default the cluster's client_window)")
+	fl.DurationVar(&o.callTimeout, "call-timeout", 30*time.Second, "a call without a result after this long counts as an error (> 0)")
+	fl.IntVar(&o.window, "window", 0, "envelopes outstanding (W; 0: the cluster's client_window, which is also the most allowed)")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
@@ -101,10 +112,31 @@ type benchResult struct {
 	StartedAt      time.Time `json:"started_at"`
 	WarmupSeconds  float64   `json:"warmup_seconds"`
 	MeasuredSecs   float64   `json:"measured_seconds"`
-	Calls          int64     `json:"calls"`
-	Errors         int64     `json:"errors"`
-	FirstError     string    `json:"first_error,omitempty"`
-	CallsPerSecond float64   `json:"calls_per_second"`
+	// Calls completed (with a valid result) in the measured interval.
+	Calls int64 `json:"calls"`
+	// Errors is FailedCalls + TimedOutCalls + OutstandingCalls.
+	Errors int64 `json:"errors"`
+	// FailedCalls returned an error; TimedOutCalls hit --call-timeout;
+	// OutstandingCalls had no result at the end, after the drain.
+	FailedCalls      int64  `json:"failed_calls"`
+	TimedOutCalls    int64  `json:"timed_out_calls"`
+	OutstandingCalls int64  `json:"outstanding_calls"`
+	FirstError       string `json:"first_error,omitempty"`
+	// DrainedCalls were in flight when the interval ended and completed
+	// within DrainSeconds after it (not errors; not in Calls).
+	DrainedCalls int64   `json:"drained_calls"`
+	DrainSeconds float64 `json:"drain_seconds"`
+	// LastCompletionSeconds is when, into the measured interval, the last
+	// call completed (-1: none did). Stalled is set when none completed in
+	// the last StallWindowSeconds of the interval.
+	LastCompletionSeconds float64 `json:"last_completion_seconds"`
+	StallWindowSeconds    float64 `json:"stall_window_seconds"`
+	Stalled               bool    `json:"stalled"`
+	CallsPerSecond        float64 `json:"calls_per_second"`
+	CallTimeoutSeconds    float64 `json:"call_timeout_seconds"`
+	// OK is false when bench exits non-zero; Problems says why.
+	OK       bool     `json:"ok"`
+	Problems []string `json:"problems,omitempty"`
 
 	Envelopes          float64 `json:"envelopes"`
 	EnvelopesPerSecond float64 `json:"envelopes_per_second"`
@@ -120,6 +152,8 @@ type benchResult struct {
 	ReplicaCPUSeconds   map[string]float64 `json:"replica_cpu_seconds"`
 	ReplicasScraped     int                `json:"replicas_scraped"`
 	ReplicasInGroup     int                `json:"replicas_in_group"`
+	// ReplicasMissing says, per replica left out of the CPU figures, why.
+	ReplicasMissing map[string]string `json:"replicas_missing,omitempty"`
 	ReplicaCPUMsPerCall float64            `json:"replica_cpu_ms_per_call"`
 	ClientCPUSeconds    float64            `json:"client_cpu_seconds"`
 	ClientCPUMsPerCall  float64            `json:"client_cpu_ms_per_call"`
@@ -147,13 +181,23 @@ const (
 // benchCaller is one concurrent caller's record; only its goroutine writes
 // it until the run ends.
 type benchCaller struct {
-	hist     *hdrhistogram.Histogram
-	calls    int64
-	errors   int64
-	firstErr error
+	hist                         *hdrhistogram.Histogram
+	calls                        int64
+	failed, timedOut, outstanding int64
+	drained                      int64
+	firstErr                     error
 }
 
-func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) error {
+// progressInterval is how often --progress lines report, and the window in
+// which at least one call must complete for the run to count as live.
+const progressInterval = 5 * time.Second
+
+// maxDrain bounds how long calls in flight at the end of the interval get
+// to finish before they count as outstanding.
+const maxDrain = 5 * time.Second
+
+// checkBenchOptions validates what can be checked without the cluster.
+func checkBenchOptions(o benchOptions) error {
 	if o.workload != workloadNoop && o.workload != workloadLog {
 		return fmt.Errorf("--workload %q: want %q or %q", o.workload, workloadNoop, workloadLog)
 	}
@@ -166,6 +210,76 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 		return fmt.Errorf("--warmup %s: must not be negative", o.warmup)
 	case o.size < 0 || o.size > replica.MaxLogValue:
 		return fmt.Errorf("--size %d: want 0..%d", o.size, replica.MaxLogValue)
+	case o.callTimeout <= 0:
+		return fmt.Errorf("--call-timeout %s: must be positive (how long a call may take before it counts as an error)", o.callTimeout)
+	case o.window < 0:
+		return fmt.Errorf("--window %d: want 0 (the cluster's client_window) or a positive number of envelopes", o.window)
+	}
+	switch o.progress {
+	case "auto", "bar", "lines", "off":
+	default:
+		return fmt.Errorf("--progress %q: want \"auto\", \"bar\", \"lines\" or \"off\"", o.progress)
+	}
+	return nil
+}
+
+// jsonOutput is the --json file, opened before the run so that a path that
+// cannot be written fails at once rather than after the measurement.
+type jsonOutput struct {
+	f       *os.File
+	created bool
+	written bool
+}
+
+func openJSONOutput(path string) (*jsonOutput, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("--json %s: is a directory", path)
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--json: cannot write the result: %w", err)
+	}
+	return &jsonOutput{f: f, created: errors.Is(statErr, fs.ErrNotExist)}, nil
+}
+
+func (j *jsonOutput) write(v any) error {
+	data, err := jsonIndent(v)
+	if err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	if err := j.f.Truncate(0); err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	if _, err := j.f.WriteAt(data, 0); err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	j.written = true
+	return nil
+}
+
+// close closes the file, removing it if this run created it and wrote
+// nothing (an interrupted run leaves no empty result behind).
+func (j *jsonOutput) close() error {
+	if j == nil {
+		return nil
+	}
+	err := j.f.Close()
+	if !j.written && j.created {
+		_ = os.Remove(j.f.Name())
+	}
+	if err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	return nil
+}
+
+func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) error {
+	if err := checkBenchOptions(o); err != nil {
+		return err
 	}
 	c, err := loadClusterDir(o.dir)
 	if err != nil {
@@ -175,10 +289,18 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 	if err != nil {
 		return fmt.Errorf("--group %d: %w", o.group, err)
 	}
+	if o.window > c.ClientWindow {
+		return fmt.Errorf("--window %d: the replicas accept at most client_window=%d envelopes outstanding per client (cluster.json)", o.window, c.ClientWindow)
+	}
 	key, err := loadBenchClientKey(c, o)
 	if err != nil {
 		return err
 	}
+	out, err := openJSONOutput(o.jsonPath)
+	if err != nil {
+		return err
+	}
+	defer out.close()
 	reg := prometheus.NewRegistry()
 	cm := client.NewMetrics(reg)
 	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
@@ -193,20 +315,24 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 	}
 	defer cl.Close()
 
+	drain := min(o.callTimeout, maxDrain)
 	res := &benchResult{
 		Workload: o.workload, Group: o.group, Clients: o.clients, SizeBytes: o.size,
 		StartedAt: time.Now().UTC(), WarmupSeconds: o.warmup.Seconds(),
 		ReplicasInGroup: len(g.Replicas), NumCPU: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
-		GoVersion: runtime.Version(),
+		GoVersion: runtime.Version(), CallTimeoutSeconds: o.callTimeout.Seconds(), DrainSeconds: drain.Seconds(),
 	}
 	fmt.Fprintf(stderr, "bench: %s workload, %d callers, %d-byte calls, group %d (%d replicas), warm-up %s, measuring %s\n",
 		o.workload, o.clients, o.size, o.group, len(g.Replicas), o.warmup, o.duration)
 
-	// The callers run until runCtx ends, after the measured interval.
+	// The callers run until the measured interval ends, then finish the
+	// call they have in flight; runCtx ends after the drain (or on an
+	// interrupt), and calls still pending then are outstanding.
 	runCtx, stopCallers := context.WithCancel(ctx)
 	defer stopCallers()
 	var phase atomic.Int32
 	var completed atomic.Int64 // calls completed in the measured interval
+	var lastDone atomic.Int64  // when the last measured call completed (UnixNano)
 	callers := make([]*benchCaller, o.clients)
 	var wg sync.WaitGroup
 	for i := range callers {
@@ -216,7 +342,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bc.run(runCtx, cl, payload, o, &phase, &completed)
+			bc.run(runCtx, cl, payload, o, &phase, &completed, &lastDone)
 		}()
 	}
 	waitCallers := func() {
@@ -232,8 +358,8 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 	}
 
 	before := snapshotBench(ctx, g, cm)
-	phase.Store(phaseMeasure)
 	t0 := time.Now()
+	phase.Store(phaseMeasure)
 	err = benchWait(ctx, o.duration, prog, func() { prog.update(time.Since(t0), completed.Load()) })
 	phase.Store(phaseDone)
 	elapsed := time.Since(t0)
@@ -241,34 +367,93 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 		return err
 	}
 	after := snapshotBench(ctx, g, cm)
-	waitCallers()
 	prog.finish()
+	drainCallers(&wg, drain)
+	waitCallers()
 
 	res.MeasuredSecs = elapsed.Seconds()
 	hist := hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)
 	for _, bc := range callers {
 		hist.Merge(bc.hist)
 		res.Calls += bc.calls
-		res.Errors += bc.errors
+		res.FailedCalls += bc.failed
+		res.TimedOutCalls += bc.timedOut
+		res.OutstandingCalls += bc.outstanding
+		res.DrainedCalls += bc.drained
 		if bc.firstErr != nil && res.FirstError == "" {
 			res.FirstError = bc.firstErr.Error()
 		}
 	}
+	res.Errors = res.FailedCalls + res.TimedOutCalls + res.OutstandingCalls
+	res.StallWindowSeconds = min(progressInterval, o.duration).Seconds()
+	res.LastCompletionSeconds = -1
+	if last := lastDone.Load(); last > 0 {
+		res.LastCompletionSeconds = max(0, time.Unix(0, last).Sub(t0).Seconds())
+	}
+	res.Stalled = res.LastCompletionSeconds < 0 || res.MeasuredSecs-res.LastCompletionSeconds > res.StallWindowSeconds
 	res.fill(hist, before, after)
+	res.judge(o)
 	if err := printBench(stdout, res); err != nil {
 		return err
 	}
-	if o.jsonPath != "" {
-		if err := writeJSONFile(o.jsonPath, res); err != nil {
+	if out != nil {
+		if err := out.write(res); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "bench: wrote %s\n", o.jsonPath)
 	}
-	if res.Calls == 0 {
-		return fmt.Errorf("no call completed in %s (errors: %d, first: %s): is the group running, with --app %s?",
-			elapsed.Round(time.Millisecond), res.Errors, res.FirstError, o.workload)
+	if !res.OK {
+		return fmt.Errorf("bench failed: %s", strings.Join(res.Problems, "; "))
 	}
 	return nil
+}
+
+// drainCallers waits up to d for the callers to finish their last call.
+func drainCallers(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// judge decides whether the run succeeded and, if not, says why.
+func (res *benchResult) judge(o benchOptions) {
+	if res.Errors > 0 {
+		var parts []string
+		if res.FailedCalls > 0 {
+			parts = append(parts, fmt.Sprintf("%d failed", res.FailedCalls))
+		}
+		if res.TimedOutCalls > 0 {
+			parts = append(parts, fmt.Sprintf("%d hit --call-timeout %s", res.TimedOutCalls, o.callTimeout))
+		}
+		if res.OutstandingCalls > 0 {
+			parts = append(parts, fmt.Sprintf("%d still without a result %s after the end", res.OutstandingCalls, time.Duration(res.DrainSeconds*float64(time.Second))))
+		}
+		p := fmt.Sprintf("%d calls did not complete (%s)", res.Errors, strings.Join(parts, ", "))
+		if res.FirstError != "" {
+			p += ", first error: " + res.FirstError
+		}
+		res.Problems = append(res.Problems, p)
+	}
+	if res.Stalled {
+		window := time.Duration(res.StallWindowSeconds * float64(time.Second))
+		switch {
+		case res.LastCompletionSeconds < 0:
+			res.Problems = append(res.Problems, fmt.Sprintf("no call completed in the measured %s: is the group running (2f+1 replicas up), with --app %s?",
+				time.Duration(res.MeasuredSecs*float64(time.Second)).Round(time.Millisecond), o.workload))
+		default:
+			res.Problems = append(res.Problems, fmt.Sprintf("no call completed in the last %s of the interval (the last at %.1fs): the group stopped answering",
+				window, res.LastCompletionSeconds))
+		}
+	}
+	res.OK = len(res.Problems) == 0
 }
 
 // loadBenchClientKey loads the client key and checks the group will accept
@@ -308,35 +493,47 @@ func benchPayload(o benchOptions, i int) []byte {
 	return value
 }
 
-func (bc *benchCaller) run(ctx context.Context, cl *client.Client, payload []byte, o benchOptions, phase *atomic.Int32, completed *atomic.Int64) {
-	for ctx.Err() == nil {
+// run calls in a loop until the measured interval ends, then finishes the
+// call in flight. It classifies every call that ended in or after the
+// measured interval: completed, failed, timed out (--call-timeout), drained
+// (completed after the end) or outstanding (no result when ctx ended).
+func (bc *benchCaller) run(ctx context.Context, cl *client.Client, payload []byte, o benchOptions, phase *atomic.Int32, completed, lastDone *atomic.Int64) {
+	for phase.Load() != phaseDone && ctx.Err() == nil {
 		callCtx, cancel := context.WithTimeout(ctx, o.callTimeout)
 		start := time.Now()
 		result, err := cl.Invoke(callCtx, payload)
 		lat := time.Since(start)
+		timedOut := err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded)
 		cancel()
 		if err == nil && o.workload == workloadLog {
 			_, err = replica.DecodeLogLength(result)
 		}
-		switch phase.Load() {
-		case phaseWarmup:
-			continue
-		case phaseDone:
+		ph := phase.Load()
+		switch {
+		case ph == phaseWarmup:
+			continue // not measured
+		case err == nil && ph == phaseDone:
+			bc.drained++
 			return
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			bc.errors++
-			if bc.firstErr == nil {
-				bc.firstErr = err
-			}
+		case err == nil:
+			bc.calls++
+			completed.Add(1)
+			lastDone.Store(time.Now().UnixNano())
+			_ = bc.hist.RecordValue(max(1, lat.Microseconds()))
 			continue
+		case ctx.Err() != nil:
+			// The drain ended (or bench was interrupted) first.
+			bc.outstanding++
+			return
+		case timedOut:
+			bc.timedOut++
+			err = fmt.Errorf("no result within --call-timeout %s", o.callTimeout)
+		default:
+			bc.failed++
 		}
-		bc.calls++
-		completed.Add(1)
-		_ = bc.hist.RecordValue(max(1, lat.Microseconds()))
+		if bc.firstErr == nil {
+			bc.firstErr = err
+		}
 	}
 }
 
@@ -366,12 +563,14 @@ type benchSnapshot struct {
 	envelopes, retransmissions float64
 	envCalls, envCount         float64
 	replicaCPU                 map[string]float64
-	batchSum, batchCount       float64
-	clientCPU                  float64
+	// missing says why a replica has no CPU figure in this snapshot.
+	missing              map[string]string
+	batchSum, batchCount float64
+	clientCPU            float64
 }
 
 func snapshotBench(ctx context.Context, g *cluster.Group, cm *client.Metrics) benchSnapshot {
-	s := benchSnapshot{replicaCPU: map[string]float64{}, clientCPU: processCPUSeconds()}
+	s := benchSnapshot{replicaCPU: map[string]float64{}, missing: map[string]string{}, clientCPU: processCPUSeconds()}
 	s.envelopes = counterValue(cm.EnvelopesSent)
 	s.retransmissions = counterValue(cm.Retransmissions)
 	s.envCalls, s.envCount = histogramSums(cm.EnvelopeCalls)
@@ -384,7 +583,7 @@ func snapshotBench(ctx context.Context, g *cluster.Group, cm *client.Metrics) be
 	for _, r := range g.Replicas {
 		go func() {
 			if r.MetricsAddr == "" {
-				ch <- scraped{name: r.Name, err: errors.New("no metrics address")}
+				ch <- scraped{name: r.Name, err: errors.New("no metrics_addr in cluster.json")}
 				return
 			}
 			m, err := scrape(ctx, r.MetricsAddr)
@@ -395,10 +594,13 @@ func snapshotBench(ctx context.Context, g *cluster.Group, cm *client.Metrics) be
 	for range g.Replicas {
 		sc := <-ch
 		if sc.err != nil {
+			s.missing[sc.name] = shortError(sc.err)
 			continue
 		}
 		if cpu, ok := sc.m.value(metricCPU); ok {
 			s.replicaCPU[sc.name] = cpu
+		} else {
+			s.missing[sc.name] = "its metrics have no " + metricCPU
 		}
 		if fam, ok := sc.m["augustus_bft_batch_size_requests"]; ok && len(fam.GetMetric()) > 0 {
 			h := fam.GetMetric()[0].GetHistogram()
@@ -441,6 +643,18 @@ func (res *benchResult) fill(hist *hdrhistogram.Histogram, before, after benchSn
 			res.ReplicasScraped++
 		}
 	}
+	// A replica without a figure says why: what failed at the end of the
+	// interval, else at its start.
+	for _, snap := range []benchSnapshot{after, before} {
+		for name, why := range snap.missing {
+			if res.ReplicasMissing == nil {
+				res.ReplicasMissing = map[string]string{}
+			}
+			if _, ok := res.ReplicasMissing[name]; !ok {
+				res.ReplicasMissing[name] = why
+			}
+		}
+	}
 	res.ClientCPUSeconds = after.clientCPU - before.clientCPU
 	if res.Calls > 0 {
 		res.ReplicaCPUMsPerCall = total * 1000 / float64(res.Calls)
@@ -448,14 +662,3 @@ func (res *benchResult) fill(hist *hdrhistogram.Histogram, before, after benchSn
 	}
 }
 
-// writeJSONFile writes v as indented JSON.
-func writeJSONFile(path string, v any) error {
-	data, err := jsonIndent(v)
-	if err != nil {
-		return fmt.Errorf("--json: %w", err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("--json: %w", err)
-	}
-	return nil
-}

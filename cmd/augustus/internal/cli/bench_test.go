@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,14 +16,22 @@ import (
 
 func runBenchJSON(t *testing.T, args ...string) (benchResult, string) {
 	t.Helper()
+	res, out, stderr, code := runBenchResult(t, args...)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
+	return res, out
+}
+
+// runBenchResult runs bench with --json and returns the result, the output
+// and the exit code.
+func runBenchResult(t *testing.T, args ...string) (benchResult, string, string, int) {
+	t.Helper()
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
 	code, out, stderr := runMain(t, append(append([]string{"bench"}, args...), "--json", jsonPath, "--progress", "off")...)
-	require.Equal(t, 0, code, "stderr: %s", stderr)
 	data, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
+	require.NoError(t, err, "stderr: %s", stderr)
 	var res benchResult
 	require.NoError(t, json.Unmarshal(data, &res))
-	return res, out
+	return res, out, stderr, code
 }
 
 func TestBenchNoopReportsThroughputLatencyAndReplicaCPU(t *testing.T) {
@@ -31,6 +42,9 @@ func TestBenchNoopReportsThroughputLatencyAndReplicaCPU(t *testing.T) {
 		res.CallsPerSecond, res.CallsPerEnvelope, res.LatencyMs.P50, res.LatencyMs.P99, res.ReplicaCPUMsPerCall)
 	require.Positive(t, res.Calls)
 	require.Zero(t, res.Errors)
+	require.True(t, res.OK)
+	require.False(t, res.Stalled)
+	require.Empty(t, res.ReplicasMissing)
 	require.Positive(t, res.Envelopes)
 	require.GreaterOrEqual(t, res.CallsPerEnvelope, 1.0)
 	require.Equal(t, 4, res.ReplicasScraped)
@@ -61,7 +75,7 @@ func TestBenchRefusesAClientKeyTheClusterDoesNotList(t *testing.T) {
 	require.Contains(t, stderr, "is not one of the clients in cluster.json")
 }
 
-func TestBenchRejectsBadFlags(t *testing.T) {
+func TestBenchRejectsBadFlagsBeforeTheRun(t *testing.T) {
 	dir, _ := newTestCluster(t)
 	for _, tc := range []struct {
 		args []string
@@ -71,9 +85,54 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		{[]string{"--clients", "0"}, "--clients 0"},
 		{[]string{"--size", "-1"}, "--size -1"},
 		{[]string{"--group", "7"}, "--group 7"},
+		{[]string{"--call-timeout", "0s"}, "--call-timeout 0s: must be positive"},
+		{[]string{"--call-timeout", "-5s"}, "--call-timeout -5s: must be positive"},
+		{[]string{"--window", "-1"}, "--window -1: want 0"},
+		{[]string{"--window", "1000"}, "--window 1000: the replicas accept at most client_window=16"},
+		{[]string{"--progress", "weird"}, `--progress "weird": want "auto", "bar", "lines" or "off"`},
+		{[]string{"--json", filepath.Join(dir, "no", "such", "dir", "r.json")}, "--json: cannot write the result: open "},
+		{[]string{"--json", dir}, "--json " + dir + ": is a directory"},
 	} {
+		// No replica runs: every case must fail before the run starts,
+		// which would take the 10s default duration.
+		start := time.Now()
 		code, _, stderr := runMain(t, append([]string{"bench", "--dir", dir}, tc.args...)...)
 		require.Equal(t, 1, code, tc.args)
-		require.Contains(t, stderr, tc.want)
+		require.Contains(t, stderr, tc.want, tc.args)
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+		require.Less(t, time.Since(start), 5*time.Second, "refused before the run: %v", tc.args)
+	}
+}
+
+// With two of four replicas killed (more than f=1), nothing completes:
+// bench counts the calls left without a result as errors, says why, and
+// exits non-zero; the CPU line says why two replicas are missing.
+func TestBenchAgainstAGroupThatCannotAnswerFails(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	out, _ := startClusterWith(t, startOptions{dir: dir, app: appNoop, logLevel: "warn", grace: 10 * time.Second, restart: restartNever})
+	pids := startPids(t, out.String())
+	for _, n := range []string{"g0r2", "g0r3"} {
+		require.NoError(t, syscall.Kill(pids[n], syscall.SIGKILL))
+	}
+	waitFor(t, 10*time.Second, "start to report both exits", func() bool {
+		return strings.Count(out.String(), "not restarted (--restart never)") == 2
+	})
+	res, stdout, stderr, code := runBenchResult(t, "--workload", "noop", "--dir", dir, "--clients", "4",
+		"--duration", "1s", "--warmup", "0s", "--call-timeout", "2s")
+	require.Equal(t, 1, code, "stdout: %s", stdout)
+	require.False(t, res.OK)
+	require.Zero(t, res.Calls)
+	require.Positive(t, res.Errors)
+	require.Equal(t, res.Errors, res.FailedCalls+res.TimedOutCalls+res.OutstandingCalls)
+	require.Positive(t, res.TimedOutCalls+res.OutstandingCalls, "the callers' calls in flight at the end")
+	require.True(t, res.Stalled)
+	require.Contains(t, stderr, "augustus: bench failed: ")
+	require.Contains(t, stderr, "calls did not complete (")
+	require.Contains(t, stderr, "no call completed in the measured 1")
+	require.Contains(t, stdout, "FAILED")
+	require.Equal(t, 2, res.ReplicasScraped)
+	for _, n := range []string{"g0r2", "g0r3"} {
+		require.Contains(t, res.ReplicasMissing[n], "unreachable: connection refused", n)
+		require.Contains(t, stdout, n+": metrics at ")
 	}
 }

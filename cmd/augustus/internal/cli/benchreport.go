@@ -22,25 +22,39 @@ func printBench(w io.Writer, r *benchResult) error {
 	if r.ReplicasScraped > 0 {
 		cpu = fmt.Sprintf("%.3f ms/call over %d of %d replicas", r.ReplicaCPUMsPerCall, r.ReplicasScraped, r.ReplicasInGroup)
 		var parts []string
-		names := make([]string, 0, len(r.ReplicaCPUSeconds))
-		for n := range r.ReplicaCPUSeconds {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range sortedKeys(r.ReplicaCPUSeconds) {
 			parts = append(parts, fmt.Sprintf("%s %.2fs", n, r.ReplicaCPUSeconds[n]))
 		}
 		cpu += " (" + strings.Join(parts, ", ") + ")"
 	}
+	if len(r.ReplicasMissing) > 0 {
+		var parts []string
+		for _, n := range sortedKeys(r.ReplicasMissing) {
+			parts = append(parts, n+": "+r.ReplicasMissing[n])
+		}
+		cpu += "; left out: " + strings.Join(parts, "; ")
+	}
 	errs := fmt.Sprintf("%d", r.Errors)
+	if r.Errors > 0 {
+		errs += fmt.Sprintf(" (%d failed, %d hit the %.0fs call timeout, %d outstanding at the end)",
+			r.FailedCalls, r.TimedOutCalls, r.CallTimeoutSeconds, r.OutstandingCalls)
+	}
 	if r.FirstError != "" {
-		errs += " (first: " + r.FirstError + ")"
+		errs += "; first: " + r.FirstError
+	}
+	last := "none"
+	if r.LastCompletionSeconds >= 0 {
+		last = fmt.Sprintf("at %.1fs of %.1fs", r.LastCompletionSeconds, r.MeasuredSecs)
+	}
+	outcome := "ok"
+	if !r.OK {
+		outcome = "FAILED: " + strings.Join(r.Problems, "; ")
 	}
 	rows := [][]string{
 		{"workload", fmt.Sprintf("%s, %d-byte calls, group %d", r.Workload, r.SizeBytes, r.Group)},
 		{"callers", fmt.Sprintf("%d (one group client)", r.Clients)},
 		{"measured", fmt.Sprintf("%.1fs after %.1fs warm-up", r.MeasuredSecs, r.WarmupSeconds)},
-		{"calls", fmt.Sprintf("%d", r.Calls)},
+		{"calls", fmt.Sprintf("%d (last completed %s; %d more in flight at the end completed within %.1fs)", r.Calls, last, r.DrainedCalls, r.DrainSeconds)},
 		{"calls/s", fmt.Sprintf("%.0f", r.CallsPerSecond)},
 		{"envelopes/s", fmt.Sprintf("%.0f (%.1f calls per envelope)", r.EnvelopesPerSecond, r.CallsPerEnvelope)},
 		{"envelopes per PBFT batch", fmt.Sprintf("%.1f", r.EnvelopesPerBatch)},
@@ -50,6 +64,7 @@ func printBench(w io.Writer, r *benchResult) error {
 		{"bench client CPU", fmt.Sprintf("%.3f ms/call (%.2fs)", r.ClientCPUMsPerCall, r.ClientCPUSeconds)},
 		{"retransmissions", fmt.Sprintf("%.0f", r.Retransmissions)},
 		{"errors", errs},
+		{"outcome", outcome},
 		{"machine", fmt.Sprintf("%d CPUs, GOMAXPROCS %d, %s", r.NumCPU, r.GoMaxProcs, r.GoVersion)},
 	}
 	t := tablewriter.NewWriter(w)
@@ -61,6 +76,15 @@ func printBench(w io.Writer, r *benchResult) error {
 		return fmt.Errorf("bench report: %w", err)
 	}
 	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func jsonIndent(v any) ([]byte, error) {

@@ -74,17 +74,21 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("demo: replica log directory: %w", err)
 	}
-	sup, err := newSupervisor(
-		func(name string) []string {
+	// The console's kill and restart are how the demo shows faults, so its
+	// supervisor never restarts a replica on its own.
+	sup, err := newSupervisor(supervisorConfig{
+		args: func(name string) []string {
 			return []string{"replica", "--dir", o.dir, "--id", name, "--app", appLog, "--log-level", "info"}
 		},
-		func(name string) (io.Writer, func(), error) {
+		output: func(name string) (io.Writer, func(), error) {
 			f, err := os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			if err != nil {
 				return nil, nil, err
 			}
 			return f, func() { _ = f.Close() }, nil
-		})
+		},
+		policy: restartNever,
+	})
 	if err != nil {
 		return err
 	}

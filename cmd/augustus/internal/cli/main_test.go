@@ -127,13 +127,20 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // startCluster runs `start` in-process until the test ends.
 func startCluster(t *testing.T, dir, app string) (*syncBuffer, func() error) {
 	t.Helper()
+	return startClusterWith(t, startOptions{dir: dir, app: app, logLevel: "warn", grace: 10 * time.Second})
+}
+
+// startClusterWith runs `start` with o until the test ends, and waits for
+// its report that the replicas are up.
+func startClusterWith(t *testing.T, o startOptions) (*syncBuffer, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	var result error
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		result = runStart(ctx, &out, &errb, startOptions{dir: dir, app: app, logLevel: "warn", grace: 10 * time.Second})
+		result = runStart(ctx, &out, &errb, o)
 	}()
 	stop := func() error {
 		cancel()
@@ -145,7 +152,7 @@ func startCluster(t *testing.T, dir, app string) (*syncBuffer, func() error) {
 		return result
 	}
 	t.Cleanup(func() { _ = stop() })
-	waitFor(t, 30*time.Second, "the replicas to come up", func() bool {
+	waitFor(t, 60*time.Second, "the replicas to come up", func() bool {
 		select {
 		case <-finished:
 			t.Fatalf("start ended early: %v\nstdout:\n%s\nstderr:\n%s", result, out.String(), errb.String())

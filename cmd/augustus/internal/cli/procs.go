@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,89 +10,367 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/augustus-db/augustus/internal/backoff"
 )
+
+// Restart policies of the supervisor (`augustus start --restart`).
+const (
+	// restartOnFailure restarts a replica that exited with a non-zero status
+	// or was killed by a signal; one that exited 0 on its own stays down.
+	restartOnFailure = "on-failure"
+	// restartAlways restarts a replica however it exited.
+	restartAlways = "always"
+	// restartNever leaves every replica that exits down.
+	restartNever = "never"
+)
+
+// Defaults of the supervisor's restart pacing.
+var (
+	// defaultRestartBackoff paces restarts: 0.5 s after the first exit,
+	// doubling per consecutive start-up failure up to 30 s, ±20 % jitter so
+	// replicas that died together do not restart in lockstep.
+	defaultRestartBackoff = backoff.Config{BaseDelay: 500 * time.Millisecond, Multiplier: 2, Jitter: 0.2, MaxDelay: 30 * time.Second}
+	// defaultStableAfter: a replica that ran this long started fine; its
+	// count of consecutive start-up failures starts over.
+	defaultStableAfter = 10 * time.Second
+)
+
+// defaultMaxStartFailures is how many start-up failures in a row leave a
+// replica down: a wrong key file or a busy port does not fix itself, and
+// restarting it forever would bury the one line that says why.
+const defaultMaxStartFailures = 5
 
 // supervisor runs replicas of a local cluster as child processes of this
 // binary (`augustus replica ...`), for `augustus start` and `augustus demo`.
 //
+// A group of 3f+1 replicas exists to survive f failures, so the supervisor
+// never stops the others when one exits: it reports the exit with its cause
+// and, as its policy says, restarts the replica after a jittered exponential
+// back-off (internal/backoff, gRPC's algorithm). A replica that exits within
+// stableAfter of starting failed at start-up; after maxStartFailures such
+// failures in a row it is left down, with the last line it printed (which
+// says why) in the report, while the others go on serving.
+//
 // Children run in their own process group, so a Ctrl-C in the terminal
 // reaches only the supervisor, which stops them in order: SIGTERM, a grace
 // period, then SIGKILL. On Linux a child also gets SIGTERM if the supervisor
-// dies without stopping it. One goroutine per child waits for its exit; Close
-// waits for all of them.
+// dies without stopping it. One goroutine per child waits for its exit;
+// Close cancels pending restarts and waits for all of them.
 type supervisor struct {
-	exe  string
+	cfg supervisorConfig
+
+	mu     sync.Mutex
+	slots  map[string]*slot
+	wg     sync.WaitGroup
+	closed bool
+	// emitMu makes onEvent calls one at a time.
+	emitMu sync.Mutex
+}
+
+// supervisorConfig configures a supervisor.
+type supervisorConfig struct {
+	// args returns the command line of replica name (after the binary).
 	args func(name string) []string
 	// output opens where a child's stdout and stderr go; the returned
 	// function is called after the child exited.
 	output func(name string) (io.Writer, func(), error)
-	// onExit, if set, is called from the child's waiter goroutine after it
-	// exited; expected is true when the supervisor stopped or killed it.
-	onExit func(name string, pid int, err error, expected bool)
+	// policy is restartOnFailure, restartAlways or restartNever.
+	policy string
+	// backoff paces restarts (default defaultRestartBackoff).
+	backoff backoff.Config
+	// stableAfter and maxStartFailures decide when a replica is left down
+	// (defaults defaultStableAfter and defaultMaxStartFailures).
+	stableAfter      time.Duration
+	maxStartFailures int
+	// onEvent, if set, receives what happens to children that the
+	// supervisor did not stop itself; it is called without locks held, from
+	// the children's goroutines and restart timers, one call at a time.
+	onEvent func(supEvent)
+	// spawn starts a child (default: the augustus binary via os/exec).
+	spawn spawnFunc
+}
 
-	mu     sync.Mutex
-	procs  map[string]*child
-	wg     sync.WaitGroup
-	closed bool
+// process is a running child: an os/exec process, or a fake in tests.
+type process interface {
+	Pid() int
+	Signal(os.Signal) error
+	// Wait waits for the exit and returns its status (nil: exit status 0).
+	Wait() error
+}
+
+// spawnFunc starts a child with the given arguments and output.
+type spawnFunc func(args []string, out io.Writer) (process, error)
+
+// supEventKind says what happened to a child.
+type supEventKind int
+
+const (
+	// evExited: a child exited without the supervisor stopping it.
+	evExited supEventKind = iota
+	// evRestarting: a restart is scheduled after Delay.
+	evRestarting
+	// evRestarted: the child was started again, as Pid.
+	evRestarted
+	// evNotRestarted: the policy leaves the child down.
+	evNotRestarted
+	// evGaveUp: the child failed at start-up StartFailures times in a row
+	// and is left down.
+	evGaveUp
+	// evSpawnFailed: a restart could not start the process at all.
+	evSpawnFailed
+)
+
+// supEvent is one report of the supervisor.
+type supEvent struct {
+	Kind supEventKind
+	Name string
+	Pid  int
+	// Err is the exit status (evExited; nil: exit status 0) or why the
+	// process could not be started (evSpawnFailed).
+	Err error
+	// Cause is the last line the child printed before it exited with a
+	// status (not a signal): a replica that cannot start says why there.
+	Cause string
+	// Ran is how long the child ran (evExited).
+	Ran time.Duration
+	// Delay is the wait before the restart (evRestarting).
+	Delay time.Duration
+	// StartFailures counts the consecutive start-up failures so far, of
+	// at most MaxStartFailures.
+	StartFailures, MaxStartFailures int
+}
+
+// slot is one replica across its restarts.
+type slot struct {
+	name          string
+	cur           *child      // the latest process, running or exited
+	pending       *pendingRestart // nil if none
+	startFailures int         // consecutive exits within stableAfter of starting
+	down          string      // why it is left down ("" if it is not)
+}
+
+// pendingRestart is a scheduled restart; the slot holds it until it runs or
+// is cancelled, so the timer's function knows whether it is still wanted.
+type pendingRestart struct{ timer *time.Timer }
+
+func (sl *slot) cancelRestart() {
+	if sl.pending != nil {
+		sl.pending.timer.Stop()
+		sl.pending = nil
+	}
 }
 
 type child struct {
 	name     string
-	cmd      *exec.Cmd
+	proc     process
+	started  time.Time
+	tail     *tailWriter
 	done     chan struct{}
 	err      error // the exit status, valid once done is closed
-	expected bool  // guarded by supervisor.mu
+	expected bool  // guarded by supervisor.mu: the supervisor stopped it
 }
 
-func newSupervisor(args func(name string) []string, output func(name string) (io.Writer, func(), error)) (*supervisor, error) {
-	exe, err := executable()
-	if err != nil {
-		return nil, fmt.Errorf("locate the augustus binary to run replicas: %w", err)
+func newSupervisor(cfg supervisorConfig) (*supervisor, error) {
+	if cfg.spawn == nil {
+		exe, err := executable()
+		if err != nil {
+			return nil, fmt.Errorf("locate the augustus binary to run replicas: %w", err)
+		}
+		cfg.spawn = execSpawner(exe)
 	}
-	return &supervisor{exe: exe, args: args, output: output, procs: make(map[string]*child)}, nil
+	switch cfg.policy {
+	case "":
+		cfg.policy = restartOnFailure
+	case restartOnFailure, restartAlways, restartNever:
+	default:
+		return nil, fmt.Errorf("--restart %q: want %s, %s or %s", cfg.policy, restartOnFailure, restartAlways, restartNever)
+	}
+	if cfg.backoff.BaseDelay <= 0 {
+		cfg.backoff = defaultRestartBackoff
+	}
+	if cfg.stableAfter <= 0 {
+		cfg.stableAfter = defaultStableAfter
+	}
+	if cfg.maxStartFailures <= 0 {
+		cfg.maxStartFailures = defaultMaxStartFailures
+	}
+	return &supervisor{cfg: cfg, slots: make(map[string]*slot)}, nil
 }
 
 // executable is the binary started for each replica (tests replace it).
 var executable = os.Executable
 
-// Start starts replica name; it fails if it is already running.
+// execSpawner starts exe as a child in its own process group.
+func execSpawner(exe string) spawnFunc {
+	return func(args []string, out io.Writer) (process, error) {
+		cmd := exec.Command(exe, args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = childSysProcAttr()
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return execProcess{cmd}, nil
+	}
+}
+
+type execProcess struct{ cmd *exec.Cmd }
+
+func (p execProcess) Pid() int                 { return p.cmd.Process.Pid }
+func (p execProcess) Signal(s os.Signal) error { return p.cmd.Process.Signal(s) }
+func (p execProcess) Wait() error              { return p.cmd.Wait() }
+
+func (s *supervisor) slot(name string) *slot {
+	sl := s.slots[name]
+	if sl == nil {
+		sl = &slot{name: name}
+		s.slots[name] = sl
+	}
+	return sl
+}
+
+// Start starts replica name by hand (at start-up, or the console's
+// restart): a pending restart is cancelled, and a replica left down gets a
+// fresh count of start-up failures. It fails if the replica runs.
 func (s *supervisor) Start(name string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return 0, errors.New("supervisor closed")
 	}
-	if c := s.procs[name]; c != nil && !isDone(c) {
-		return 0, fmt.Errorf("replica %s is already running (pid %d)", name, c.cmd.Process.Pid)
+	sl := s.slot(name)
+	if c := sl.cur; c != nil && !isDone(c) {
+		return 0, fmt.Errorf("replica %s is already running (pid %d)", name, c.proc.Pid())
 	}
-	out, closeOut, err := s.output(name)
+	sl.cancelRestart()
+	sl.down, sl.startFailures = "", 0
+	c, err := s.spawnLocked(sl)
 	if err != nil {
-		return 0, fmt.Errorf("replica %s: output: %w", name, err)
+		return 0, err
 	}
-	cmd := exec.Command(s.exe, s.args(name)...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = childSysProcAttr()
-	if err := cmd.Start(); err != nil {
+	return c.proc.Pid(), nil
+}
+
+// spawnLocked starts sl's process and its waiter goroutine.
+func (s *supervisor) spawnLocked(sl *slot) (*child, error) {
+	out, closeOut, err := s.cfg.output(sl.name)
+	if err != nil {
+		return nil, fmt.Errorf("replica %s: output: %w", sl.name, err)
+	}
+	tail := &tailWriter{}
+	p, err := s.cfg.spawn(s.cfg.args(sl.name), io.MultiWriter(out, tail))
+	if err != nil {
 		closeOut()
-		return 0, fmt.Errorf("start replica %s: %w", name, err)
+		return nil, fmt.Errorf("start replica %s: %w", sl.name, err)
 	}
-	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
-	s.procs[name] = c
+	c := &child{name: sl.name, proc: p, started: time.Now(), tail: tail, done: make(chan struct{})}
+	sl.cur = c
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		err := cmd.Wait()
+		err := p.Wait()
 		closeOut()
-		s.mu.Lock()
-		c.err = err
-		expected := c.expected
-		close(c.done)
-		s.mu.Unlock()
-		if s.onExit != nil {
-			s.onExit(name, cmd.Process.Pid, err, expected)
-		}
+		s.exited(sl, c, err)
 	}()
-	return cmd.Process.Pid, nil
+	return c, nil
+}
+
+// exited records c's exit and decides, under the policy, whether and when
+// sl restarts (see the type's comment).
+func (s *supervisor) exited(sl *slot, c *child, err error) {
+	s.mu.Lock()
+	c.err = err
+	close(c.done)
+	if c.expected || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	ran := time.Since(c.started)
+	ev := supEvent{Kind: evExited, Name: sl.name, Pid: c.proc.Pid(), Err: err, Ran: ran, MaxStartFailures: s.cfg.maxStartFailures}
+	if exitedWithStatus(err) {
+		ev.Cause = c.tail.Last()
+	}
+	events := []supEvent{ev}
+	restart := s.cfg.policy == restartAlways || (s.cfg.policy == restartOnFailure && err != nil)
+	switch {
+	case !restart:
+		events = append(events, supEvent{Kind: evNotRestarted, Name: sl.name, Err: err})
+	default:
+		if ran < s.cfg.stableAfter {
+			sl.startFailures++
+		} else {
+			sl.startFailures = 0
+		}
+		events[0].StartFailures = sl.startFailures
+		events = append(events, s.scheduleLocked(sl, ev.Cause, err))
+	}
+	s.mu.Unlock()
+	s.emit(events...)
+}
+
+// scheduleLocked schedules sl's restart, or leaves it down after too many
+// start-up failures in a row, and returns the event that says which.
+func (s *supervisor) scheduleLocked(sl *slot, cause string, err error) supEvent {
+	if sl.startFailures >= s.cfg.maxStartFailures {
+		sl.down = cause
+		if sl.down == "" {
+			sl.down = describeExit(err)
+		}
+		return supEvent{Kind: evGaveUp, Name: sl.name, Err: err, Cause: cause,
+			StartFailures: sl.startFailures, MaxStartFailures: s.cfg.maxStartFailures}
+	}
+	// The first restart after a good run waits BaseDelay; each further
+	// start-up failure in a row doubles the wait.
+	d := backoff.Delay(s.cfg.backoff, max(sl.startFailures-1, 0))
+	p := &pendingRestart{}
+	sl.pending = p
+	p.timer = time.AfterFunc(d, func() { s.restart(sl, p) })
+	return supEvent{Kind: evRestarting, Name: sl.name, Delay: d,
+		StartFailures: sl.startFailures, MaxStartFailures: s.cfg.maxStartFailures}
+}
+
+// restart runs when p, sl's pending restart, is due.
+func (s *supervisor) restart(sl *slot, p *pendingRestart) {
+	s.mu.Lock()
+	if s.closed || sl.pending != p {
+		s.mu.Unlock()
+		return // stopped, or replaced by a start by hand
+	}
+	sl.pending = nil
+	var ev supEvent
+	c, err := s.spawnLocked(sl)
+	if err != nil {
+		// The process could not even start: a start-up failure too.
+		sl.startFailures++
+		ev = supEvent{Kind: evSpawnFailed, Name: sl.name, Err: err}
+		next := s.scheduleLocked(sl, err.Error(), err)
+		s.mu.Unlock()
+		s.emit(ev, next)
+		return
+	}
+	ev = supEvent{Kind: evRestarted, Name: sl.name, Pid: c.proc.Pid(),
+		StartFailures: sl.startFailures, MaxStartFailures: s.cfg.maxStartFailures}
+	s.mu.Unlock()
+	s.emit(ev)
+}
+
+func (s *supervisor) emit(events ...supEvent) {
+	if s.cfg.onEvent == nil {
+		return
+	}
+	s.emitMu.Lock()
+	defer s.emitMu.Unlock()
+	for _, ev := range events {
+		s.cfg.onEvent(ev)
+	}
+}
+
+// exitedWithStatus reports whether err is an exit with a status, as
+// opposed to death by a signal (whose last printed line says nothing of
+// why).
+func exitedWithStatus(err error) bool {
+	var st interface{ Exited() bool }
+	return err != nil && errors.As(err, &st) && st.Exited()
 }
 
 func isDone(c *child) bool {
@@ -109,49 +386,80 @@ func isDone(c *child) bool {
 func (s *supervisor) Running(name string) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.procs[name]
-	if c == nil || isDone(c) {
+	sl := s.slots[name]
+	if sl == nil || sl.cur == nil || isDone(sl.cur) {
 		return 0, false
 	}
-	return c.cmd.Process.Pid, true
+	return sl.cur.proc.Pid(), true
 }
 
-// Kill sends SIGKILL to name (a crash, as kill -9) and waits for it to exit.
-func (s *supervisor) Kill(name string) error {
-	c, err := s.markStopping(name)
-	if err != nil {
-		return err
+// Alive reports whether name runs or will be restarted.
+func (s *supervisor) Alive(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.slots[name]
+	return sl != nil && (sl.pending != nil || (sl.cur != nil && !isDone(sl.cur)))
+}
+
+// Down reports whether name is left down after failing at start-up, and
+// why (the last line it printed, or its exit status).
+func (s *supervisor) Down(name string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.slots[name]
+	if sl == nil || sl.down == "" {
+		return "", false
 	}
-	_ = c.cmd.Process.Kill()
+	return sl.down, true
+}
+
+// Idle reports whether no child runs and no restart is pending: nothing
+// will happen until someone starts a replica by hand.
+func (s *supervisor) Idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sl := range s.slots {
+		if sl.pending != nil || (sl.cur != nil && !isDone(sl.cur)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Kill sends SIGKILL to name (a crash, as kill -9, done on purpose: it is
+// not restarted) and waits for it to exit.
+func (s *supervisor) Kill(name string) error {
+	s.mu.Lock()
+	sl := s.slots[name]
+	if sl == nil || sl.cur == nil || isDone(sl.cur) {
+		s.mu.Unlock()
+		return fmt.Errorf("replica %s is not running", name)
+	}
+	c := sl.cur
+	c.expected = true
+	s.mu.Unlock()
+	_ = c.proc.Signal(syscall.SIGKILL)
 	<-c.done
 	return nil
 }
 
-func (s *supervisor) markStopping(name string) (*child, error) {
+// Close cancels pending restarts and stops every child: SIGTERM, then
+// SIGKILL for those still running after grace. It waits for the waiter
+// goroutines and returns the names of the children it had to kill.
+func (s *supervisor) Close(grace time.Duration) []string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.procs[name]
-	if c == nil || isDone(c) {
-		return nil, fmt.Errorf("replica %s is not running", name)
-	}
-	c.expected = true
-	return c, nil
-}
-
-// StopAll stops every running child: SIGTERM, then SIGKILL for those still
-// running after grace. It returns the names of the children it had to kill.
-func (s *supervisor) StopAll(grace time.Duration) []string {
-	s.mu.Lock()
+	s.closed = true
 	var running []*child
-	for _, c := range s.procs {
-		if !isDone(c) {
+	for _, sl := range s.slots {
+		sl.cancelRestart()
+		if c := sl.cur; c != nil && !isDone(c) {
 			c.expected = true
 			running = append(running, c)
 		}
 	}
 	s.mu.Unlock()
 	for _, c := range running {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		_ = c.proc.Signal(syscall.SIGTERM)
 	}
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
@@ -167,62 +475,21 @@ func (s *supervisor) StopAll(grace time.Duration) []string {
 			}
 		}
 		if !isDone(c) {
-			_ = c.cmd.Process.Kill()
+			_ = c.proc.Signal(syscall.SIGKILL)
 			killed = append(killed, c.name)
 		}
 		<-c.done
 	}
+	s.wg.Wait()
 	sort.Strings(killed)
 	return killed
 }
 
-// Close stops every child and waits for the waiter goroutines.
-func (s *supervisor) Close(grace time.Duration) []string {
-	killed := s.StopAll(grace)
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.wg.Wait()
-	return killed
-}
-
-// prefixWriter writes each complete line to w with a prefix, under a mutex
-// shared by all the writers of w, so lines of different children never mix.
-type prefixWriter struct {
-	mu     *sync.Mutex
-	w      io.Writer
-	prefix string
-	buf    []byte
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.buf = append(p.buf, b...)
-	for {
-		i := bytes.IndexByte(p.buf, '\n')
-		if i < 0 {
-			break
-		}
-		p.emit(p.buf[:i+1])
-		p.buf = p.buf[i+1:]
+// describeExit says how a child ended.
+func describeExit(err error) string {
+	if err == nil {
+		return "exit status 0"
 	}
-	if len(p.buf) > 64<<10 { // a very long line: pass it on in pieces
-		p.emit(append(p.buf, '\n'))
-		p.buf = p.buf[:0]
-	}
-	return len(b), nil
+	return err.Error()
 }
 
-// Flush writes what is left of an unterminated last line.
-func (p *prefixWriter) Flush() {
-	if len(p.buf) > 0 {
-		p.emit(append(p.buf, '\n'))
-		p.buf = nil
-	}
-}
-
-func (p *prefixWriter) emit(line []byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, _ = io.WriteString(p.w, p.prefix)
-	_, _ = p.w.Write(line)
-}

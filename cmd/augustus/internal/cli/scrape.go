@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -34,22 +36,22 @@ func scrape(ctx context.Context, addr string) (metrics, error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", addr, err)
+		return nil, &scrapeError{addr, err}
 	}
 	req.Header.Set("Accept", "text/plain")
 	resp, err := scrapeClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", addr, err)
+		return nil, &scrapeError{addr, err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return nil, fmt.Errorf("scrape %s: HTTP %s", addr, resp.Status)
+		return nil, &scrapeError{addr, fmt.Errorf("HTTP %s", resp.Status)}
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", addr, err)
+		return nil, &scrapeError{addr, fmt.Errorf("malformed metrics: %w", err)}
 	}
 	return metrics(fams), nil
 }
@@ -86,3 +88,36 @@ next:
 	}
 	return 0, false
 }
+
+// shortError says in a few words why a scrape failed: the system call's
+// error ("connection refused") rather than the whole chain of wrappers.
+func shortError(err error) string {
+	var errno syscall.Errno
+	var se *scrapeError
+	addr := ""
+	if errors.As(err, &se) {
+		addr = se.addr
+	}
+	reason := err.Error()
+	switch {
+	case errors.As(err, &errno):
+		reason = errno.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		reason = "no answer in time"
+	case se != nil:
+		reason = se.err.Error()
+	}
+	if addr == "" {
+		return reason
+	}
+	return fmt.Sprintf("metrics at %s unreachable: %s", addr, reason)
+}
+
+// scrapeError is a failed scrape of the metrics at addr.
+type scrapeError struct {
+	addr string
+	err  error
+}
+
+func (e *scrapeError) Error() string { return fmt.Sprintf("scrape %s: %v", e.addr, e.err) }
+func (e *scrapeError) Unwrap() error { return e.err }

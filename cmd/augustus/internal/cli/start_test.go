@@ -2,7 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/augustus-db/augustus/internal/backoff"
+	"github.com/augustus-db/augustus/pkg/bft/cluster"
 )
 
 func TestStartRunsEveryReplicaAndStopsThemCleanly(t *testing.T) {
@@ -34,23 +38,78 @@ func TestStartRunsEveryReplicaAndStopsThemCleanly(t *testing.T) {
 	}
 }
 
-func TestStartExitsNonZeroWhenAReplicaDies(t *testing.T) {
+// A replica killed with SIGKILL is reported with its cause and restarted;
+// the others keep running (a group of 3f+1 survives f failures).
+func TestStartRestartsAKilledReplicaAndKeepsTheOthers(t *testing.T) {
 	dir, _ := newTestCluster(t)
-	out, stop := startCluster(t, dir, appLog)
+	out, stop := startClusterWith(t, startOptions{dir: dir, app: appLog, logLevel: "warn", grace: 10 * time.Second, stableAfter: time.Second})
 	pids := startPids(t, out.String())
+	time.Sleep(1200 * time.Millisecond) // past stableAfter: g0r2 started fine, then crashes
 	require.NoError(t, syscall.Kill(pids["g0r2"], syscall.SIGKILL))
-	var err error
-	waitFor(t, 30*time.Second, "start to notice", func() bool {
-		return strings.Contains(out.String(), "stopping the others")
+	waitFor(t, 30*time.Second, "the restart", func() bool {
+		return strings.Contains(out.String(), "replica g0r2 restarted (pid")
 	})
-	err = stop()
-	var ee *exitError
-	require.True(t, errors.As(err, &ee), "got %v", err)
-	require.Equal(t, 1, ee.code)
-	require.Contains(t, out.String(), "replica g0r2 (pid "+strconv.Itoa(pids["g0r2"])+") exited unexpectedly: signal: killed")
+	text := out.String()
+	require.Contains(t, text, "replica g0r2 (pid "+strconv.Itoa(pids["g0r2"])+") exited after")
+	require.Contains(t, text, "signal: killed")
+	require.Contains(t, text, "Group 0: 3 of 4 replicas running; it serves with up to f=1 down.")
+	require.Regexp(t, `replica g0r2: restarting in [0-9.]+m?s \(--restart on-failure\)`, text)
+	for name, pid := range pids {
+		if name != "g0r2" {
+			require.NoError(t, syscall.Kill(pid, 0), "replica %s (pid %d) still runs", name, pid)
+		}
+	}
+	restarted := regexp.MustCompile(`replica g0r2 restarted \(pid (\d+)\)`).FindStringSubmatch(text)
+	require.Len(t, restarted, 2)
+	newPid, err := strconv.Atoi(restarted[1])
+	require.NoError(t, err)
+	require.NoError(t, stop())
+	require.Contains(t, out.String(), "All replicas stopped.")
 	for name, pid := range pids {
 		require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "replica %s (pid %d) still runs", name, pid)
 	}
+	require.ErrorIs(t, syscall.Kill(newPid, 0), syscall.ESRCH, "the restarted g0r2 (pid %d) still runs", newPid)
+}
+
+// A replica whose key file is wrong fails at start-up every time: start
+// restarts it a few times, then leaves it down and says why, while the
+// other three serve.
+func TestStartLeavesAReplicaWithAWrongKeyDownAndSaysWhy(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	other, err := os.ReadFile(cluster.KeyPath(dir, "g0r2"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cluster.KeyPath(dir, "g0r3"), other, 0o600))
+	out, stop := startClusterWith(t, startOptions{dir: dir, app: appNoop, logLevel: "warn", grace: 10 * time.Second,
+		restartBackoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 2, MaxDelay: time.Second}, maxStartFailures: 3})
+	text := out.String()
+	require.Contains(t, text, "replica g0r3 is left down: it failed at start-up 3 times in a row; last error: augustus: replica g0r3: ")
+	require.Contains(t, text, "does not match the public key of g0r3")
+	require.Contains(t, text, "3 of 4 replicas are up; g0r3 is down (left down after failing at start-up: ")
+	require.Contains(t, text, "start-up failure 2 of 3 in a row")
+	res, _ := runBenchJSON(t, "--workload", "noop", "--dir", dir, "--clients", "4", "--duration", "1s", "--warmup", "200ms")
+	require.Positive(t, res.Calls, "the other three serve")
+	require.Equal(t, 3, res.ReplicasScraped)
+	require.Contains(t, res.ReplicasMissing["g0r3"], "unreachable")
+	require.NoError(t, stop())
+}
+
+func TestStartRejectsBadOptions(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--grace", "-1s"}, "--grace -1s: must be positive"},
+		{[]string{"--grace", "0s"}, "--grace 0s: must be positive"},
+		{[]string{"--restart", "sometimes"}, `--restart "sometimes": want "on-failure", "always" or "never"`},
+	} {
+		code, _, stderr := runMain(t, append([]string{"start", "--dir", dir}, tc.args...)...)
+		require.Equal(t, 1, code, tc.args)
+		require.Contains(t, stderr, tc.want)
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+	}
+	_, err := os.Stat(filepath.Join(dir, "data"))
+	require.True(t, os.IsNotExist(err), "no replica started")
 }
 
 func TestStartRejectsAMissingCluster(t *testing.T) {
