@@ -105,13 +105,13 @@ whole interval, if it is shorter): the group stopped answering.
 
 // benchResult is what bench reports (and writes with --json).
 type benchResult struct {
-	Workload       string    `json:"workload"`
-	Group          uint32    `json:"group"`
-	Clients        int       `json:"clients"`
-	SizeBytes      int       `json:"size_bytes"`
-	StartedAt      time.Time `json:"started_at"`
-	WarmupSeconds  float64   `json:"warmup_seconds"`
-	MeasuredSecs   float64   `json:"measured_seconds"`
+	Workload      string    `json:"workload"`
+	Group         uint32    `json:"group"`
+	Clients       int       `json:"clients"`
+	SizeBytes     int       `json:"size_bytes"`
+	StartedAt     time.Time `json:"started_at"`
+	WarmupSeconds float64   `json:"warmup_seconds"`
+	MeasuredSecs  float64   `json:"measured_seconds"`
 	// Calls completed (with a valid result) in the measured interval.
 	Calls int64 `json:"calls"`
 	// Errors is FailedCalls + TimedOutCalls + OutstandingCalls.
@@ -149,14 +149,14 @@ type benchResult struct {
 	LatencyMs latencyMs `json:"latency_ms"`
 
 	// ReplicaCPUSeconds is per replica; ReplicaCPUMsPerCall sums them.
-	ReplicaCPUSeconds   map[string]float64 `json:"replica_cpu_seconds"`
-	ReplicasScraped     int                `json:"replicas_scraped"`
-	ReplicasInGroup     int                `json:"replicas_in_group"`
+	ReplicaCPUSeconds map[string]float64 `json:"replica_cpu_seconds"`
+	ReplicasScraped   int                `json:"replicas_scraped"`
+	ReplicasInGroup   int                `json:"replicas_in_group"`
 	// ReplicasMissing says, per replica left out of the CPU figures, why.
-	ReplicasMissing map[string]string `json:"replicas_missing,omitempty"`
-	ReplicaCPUMsPerCall float64            `json:"replica_cpu_ms_per_call"`
-	ClientCPUSeconds    float64            `json:"client_cpu_seconds"`
-	ClientCPUMsPerCall  float64            `json:"client_cpu_ms_per_call"`
+	ReplicasMissing     map[string]string `json:"replicas_missing,omitempty"`
+	ReplicaCPUMsPerCall float64           `json:"replica_cpu_ms_per_call"`
+	ClientCPUSeconds    float64           `json:"client_cpu_seconds"`
+	ClientCPUMsPerCall  float64           `json:"client_cpu_ms_per_call"`
 
 	NumCPU     int    `json:"num_cpu"`
 	GoMaxProcs int    `json:"gomaxprocs"`
@@ -181,11 +181,11 @@ const (
 // benchCaller is one concurrent caller's record; only its goroutine writes
 // it until the run ends.
 type benchCaller struct {
-	hist                         *hdrhistogram.Histogram
-	calls                        int64
+	hist                          *hdrhistogram.Histogram
+	calls                         int64
 	failed, timedOut, outstanding int64
-	drained                      int64
-	firstErr                     error
+	drained                       int64
+	firstErr                      error
 }
 
 // progressInterval is how often --progress lines report, and the window in
@@ -661,4 +661,3 @@ func (res *benchResult) fill(hist *hdrhistogram.Histogram, before, after benchSn
 		res.ClientCPUMsPerCall = res.ClientCPUSeconds * 1000 / float64(res.Calls)
 	}
 }
-

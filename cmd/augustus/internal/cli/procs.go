@@ -144,10 +144,10 @@ type supEvent struct {
 // slot is one replica across its restarts.
 type slot struct {
 	name          string
-	cur           *child      // the latest process, running or exited
+	cur           *child          // the latest process, running or exited
 	pending       *pendingRestart // nil if none
-	startFailures int         // consecutive exits within stableAfter of starting
-	down          string      // why it is left down ("" if it is not)
+	startFailures int             // consecutive exits within stableAfter of starting
+	down          string          // why it is left down ("" if it is not)
 }
 
 // pendingRestart is a scheduled restart; the slot holds it until it runs or
@@ -492,4 +492,3 @@ func describeExit(err error) string {
 	}
 	return err.Error()
 }
-
