@@ -333,6 +333,10 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 	var phase atomic.Int32
 	var completed atomic.Int64 // calls completed in the measured interval
 	var lastDone atomic.Int64  // when the last measured call completed (UnixNano)
+	// A call the replicas reject (client.RejectedError: f+1 of them say it
+	// fails validation) will be rejected every time: the first one stops
+	// the run at once, warm-up included.
+	rejected := newAbort()
 	callers := make([]*benchCaller, o.clients)
 	var wg sync.WaitGroup
 	for i := range callers {
@@ -342,7 +346,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bc.run(runCtx, cl, payload, o, &phase, &completed, &lastDone)
+			bc.run(runCtx, cl, payload, o, &phase, &completed, &lastDone, rejected)
 		}()
 	}
 	waitCallers := func() {
@@ -353,18 +357,18 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 
 	prog := newBenchProgress(stderr, o)
 	defer prog.finish()
-	if err := benchWait(ctx, o.warmup, prog, func() {}); err != nil {
-		return err
+	if err := benchWait(ctx, o.warmup, prog, rejected, func() {}); err != nil {
+		return rejectedRun(err, o)
 	}
 
 	before := snapshotBench(ctx, g, cm)
 	t0 := time.Now()
 	phase.Store(phaseMeasure)
-	err = benchWait(ctx, o.duration, prog, func() { prog.update(time.Since(t0), completed.Load()) })
+	err = benchWait(ctx, o.duration, prog, rejected, func() { prog.update(time.Since(t0), completed.Load()) })
 	phase.Store(phaseDone)
 	elapsed := time.Since(t0)
 	if err != nil {
-		return err
+		return rejectedRun(err, o)
 	}
 	after := snapshotBench(ctx, g, cm)
 	prog.finish()
@@ -406,6 +410,42 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 		return fmt.Errorf("bench failed: %s", strings.Join(res.Problems, "; "))
 	}
 	return nil
+}
+
+// abort is a one-shot signal carrying the first error that ends a run.
+type abort struct {
+	once sync.Once
+	ch   chan struct{}
+	err  error
+}
+
+func newAbort() *abort { return &abort{ch: make(chan struct{})} }
+
+func (a *abort) fire(err error) {
+	a.once.Do(func() {
+		a.err = err
+		close(a.ch)
+	})
+}
+
+// errRejected ends a run whose calls the replicas reject; errWrongResult
+// one whose results the workload cannot read.
+var (
+	errRejected    = errors.New("the replicas reject the calls")
+	errWrongResult = errors.New("the replicas answer with results of another application")
+)
+
+// rejectedRun says what to do about a run the replicas' rejection ended.
+func rejectedRun(err error, o benchOptions) error {
+	if !errors.Is(err, client.ErrRejected) {
+		return err
+	}
+	app := appNoop
+	if o.workload == workloadLog {
+		app = appLog
+	}
+	return fmt.Errorf("%w: %w: the %s workload needs replicas running --app %s (augustus start --dir %s --app %s)",
+		errRejected, err, o.workload, app, o.dir, app)
 }
 
 // drainCallers waits up to d for the callers to finish their last call.
@@ -497,7 +537,7 @@ func benchPayload(o benchOptions, i int) []byte {
 // call in flight. It classifies every call that ended in or after the
 // measured interval: completed, failed, timed out (--call-timeout), drained
 // (completed after the end) or outstanding (no result when ctx ended).
-func (bc *benchCaller) run(ctx context.Context, cl *client.Client, payload []byte, o benchOptions, phase *atomic.Int32, completed, lastDone *atomic.Int64) {
+func (bc *benchCaller) run(ctx context.Context, cl *client.Client, payload []byte, o benchOptions, phase *atomic.Int32, completed, lastDone *atomic.Int64, rejected *abort) {
 	for phase.Load() != phaseDone && ctx.Err() == nil {
 		callCtx, cancel := context.WithTimeout(ctx, o.callTimeout)
 		start := time.Now()
@@ -506,7 +546,16 @@ func (bc *benchCaller) run(ctx context.Context, cl *client.Client, payload []byt
 		timedOut := err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded)
 		cancel()
 		if err == nil && o.workload == workloadLog {
-			_, err = replica.DecodeLogLength(result)
+			if _, derr := replica.DecodeLogLength(result); derr != nil {
+				// The group answered, with f+1 matching results, something
+				// the log application never returns: another application.
+				err = fmt.Errorf("%w: the result is not a log length: %w: the log workload needs replicas running --app %s (augustus start --dir %s --app %s)",
+					errWrongResult, derr, appLog, o.dir, appLog)
+			}
+		}
+		if errors.Is(err, client.ErrRejected) || errors.Is(err, errWrongResult) {
+			rejected.fire(err)
+			return
 		}
 		ph := phase.Load()
 		switch {
@@ -537,10 +586,16 @@ func (bc *benchCaller) run(ctx context.Context, cl *client.Client, payload []byt
 	}
 }
 
-// benchWait waits for d, updating the progress display.
-func benchWait(ctx context.Context, d time.Duration, prog *benchProgress, update func()) error {
+// benchWait waits for d, updating the progress display; it ends early,
+// with the abort's error, if a call was rejected.
+func benchWait(ctx context.Context, d time.Duration, prog *benchProgress, ab *abort, update func()) error {
 	if d <= 0 {
-		return nil
+		select {
+		case <-ab.ch:
+			return ab.err
+		default:
+			return nil
+		}
 	}
 	done := time.NewTimer(d)
 	defer done.Stop()
@@ -550,6 +605,8 @@ func benchWait(ctx context.Context, d time.Duration, prog *benchProgress, update
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("bench interrupted: %w", ctx.Err())
+		case <-ab.ch:
+			return ab.err
 		case <-done.C:
 			return nil
 		case <-tick.C:

@@ -136,3 +136,30 @@ func TestBenchAgainstAGroupThatCannotAnswerFails(t *testing.T) {
 		require.Contains(t, stdout, n+": metrics at ")
 	}
 }
+
+// README's first recipe ran the noop workload against replicas running the
+// log application: the replicas reject every call, and bench says so at
+// once instead of measuring nothing for the whole duration.
+func TestBenchAgainstTheWrongApplicationFailsAtOnce(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	startCluster(t, dir, appLog)
+	start := time.Now()
+	code, _, stderr := runMain(t, "bench", "--workload", "noop", "--dir", dir, "--duration", "30s", "--progress", "off")
+	require.Equal(t, 1, code)
+	require.Less(t, time.Since(start), 20*time.Second, "at once, not after the 30s run")
+	require.Contains(t, stderr, "augustus: the replicas reject the calls: client: request rejected by the replicas: ")
+	require.Contains(t, stderr, "the noop workload needs replicas running --app noop (augustus start --dir "+dir+" --app noop)")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1-strings.Count(stderr, "bench: "), "one line of error: %q", stderr)
+	t.Logf("stderr: %s", stderr)
+}
+
+func TestBenchLogAgainstTheNoopApplicationFailsAtOnce(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	startCluster(t, dir, appNoop)
+	start := time.Now()
+	code, _, stderr := runMain(t, "bench", "--workload", "log", "--dir", dir, "--duration", "30s", "--progress", "off")
+	require.Equal(t, 1, code)
+	require.Less(t, time.Since(start), 20*time.Second, "at once, not after the 30s run")
+	require.Contains(t, stderr, "augustus: the replicas answer with results of another application: the result is not a log length: ")
+	require.Contains(t, stderr, "the log workload needs replicas running --app log")
+}
