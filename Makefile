@@ -2,7 +2,9 @@
 GO        ?= go
 BIN       := bin/augustus
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X github.com/augustus-db/augustus/cmd/augustus/internal/cli.Version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS   := -s -w -X github.com/augustus-db/augustus/cmd/augustus/internal/cli.Version=$(VERSION) \
+             -X github.com/augustus-db/augustus/cmd/augustus/internal/cli.Commit=$(COMMIT)
 SEEDS     ?= 20000
 FIRST_SEED ?= 1
 SHELL     := /bin/bash

@@ -109,7 +109,7 @@ func build(opts GenerateOptions) (*Cluster, []namedKey, error) {
 	n := 3*opts.F + 1
 	last := opts.BasePort + PortsPerReplica*opts.Groups*n - 1
 	if opts.BasePort < 1 || opts.BasePort > 65535 || last > 65535 {
-		return nil, nil, fmt.Errorf("%w: base port %d: %d groups of %d replicas need ports %d..%d, within 1..65535",
+		return nil, nil, fmt.Errorf("%w: base port %d: %d group(s) of %d replicas need ports %d..%d, within 1..65535",
 			ErrBadParameter, opts.BasePort, opts.Groups, n, opts.BasePort, last)
 	}
 	host := strings.TrimSuffix(strings.TrimPrefix(opts.Host, "["), "]")

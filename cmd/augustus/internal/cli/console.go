@@ -17,6 +17,7 @@ import (
 	"github.com/chzyer/readline"
 	"golang.org/x/term"
 
+	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/client"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
 	"github.com/augustus-db/augustus/pkg/bft/replica"
@@ -35,8 +36,10 @@ const consoleHelp = `Commands:
 
 // console is the demo's command loop.
 type console struct {
-	out         io.Writer
-	cl          *client.Client
+	out io.Writer
+	cl  *client.Client
+	// metrics are cl's metrics: the console reads its retransmissions.
+	metrics     *client.Metrics
 	sup         *supervisor
 	group       *cluster.Group
 	f           int
@@ -169,6 +172,7 @@ func (k *console) call(ctx context.Context, payload []byte) ([]byte, bool) {
 	ctx, cancel := context.WithTimeout(ctx, k.callTimeout)
 	defer cancel()
 	start := time.Now()
+	viewBefore, resentBefore := k.cl.View(), k.retransmissions()
 	res, err := k.cl.Invoke(ctx, payload)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -180,9 +184,47 @@ func (k *console) call(ctx context.Context, payload []byte) ([]byte, bool) {
 		return nil, false
 	}
 	if d := time.Since(start); d > time.Second {
-		fmt.Fprintf(k.out, "(answered after %s: the group changed its primary or a replica caught up)\n", d.Round(100*time.Millisecond))
+		fmt.Fprintf(k.out, "(answered after %s: %s)\n", d.Round(100*time.Millisecond),
+			k.whySlow(viewBefore, k.cl.View(), k.retransmissions()-resentBefore))
 	}
 	return res, true
+}
+
+// whySlow says what happened during a slow call, from what the client
+// learned: the view of the f+1 matching replies before and after (a higher
+// one means the group changed its primary), and whether it had to send the
+// call again.
+func (k *console) whySlow(before, after bft.View, resent float64) string {
+	n := uint64(len(k.group.Replicas))
+	primary := func(v bft.View) string {
+		return k.group.ReplicasByIndex()[uint64(v)%n].Name
+	}
+	var what string
+	switch {
+	case after > before:
+		what = fmt.Sprintf("the group changed its primary from %s (view %d) to %s (view %d)", primary(before), before, primary(after), after)
+	default:
+		what = fmt.Sprintf("no change of primary (still %s, view %d)", primary(after), after)
+	}
+	switch {
+	case resent > 0:
+		times := fmt.Sprintf("%.0f times", resent)
+		if resent == 1 {
+			times = "once"
+		}
+		what += "; the call got no answer in time and was sent again " + times
+	case after == before:
+		what += "; the replicas were slow to answer (busy, or catching up)"
+	}
+	return what
+}
+
+// retransmissions is how many envelopes the console's client re-sent.
+func (k *console) retransmissions() float64 {
+	if k.metrics == nil {
+		return 0
+	}
+	return counterValue(k.metrics.Retransmissions)
 }
 
 // replicaName resolves g0r1, r1 or 1 to a replica of the group.
@@ -248,6 +290,7 @@ func (k *console) status(ctx context.Context) {
 		}
 		rows[i].state = fmt.Sprintf("up (pid %d)", pid)
 		if r.MetricsAddr == "" {
+			rows[i].state += ", no metrics_addr in cluster.json"
 			continue
 		}
 		wg.Add(1)
@@ -257,7 +300,7 @@ func (k *console) status(ctx context.Context) {
 			defer cancel()
 			m, err := scrape(sctx, r.MetricsAddr)
 			if err != nil {
-				rows[i].state += ", metrics unavailable"
+				rows[i].state += ", metrics unavailable: " + shortError(err)
 				return
 			}
 			show := func(name string) string {

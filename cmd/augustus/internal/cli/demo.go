@@ -62,6 +62,22 @@ the next "augustus demo" continues where this one stopped.`,
 }
 
 func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demoOptions) error {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+		what string
+	}{
+		{"call-timeout", o.callTimeout, "how long a console command waits for the group"},
+		{"ready-timeout", o.readyWait, "how long to wait for the group at start"},
+		{"grace", o.grace, "how long replicas get to stop after SIGTERM"},
+	} {
+		if err := checkPositive(d.flag, d.v, d.what); err != nil {
+			return err
+		}
+	}
+	if o.basePort < 1 || o.basePort > 65535-11 {
+		return fmt.Errorf("--base-port %d: want 1..%d (a new cluster takes 12 ports from it)", o.basePort, 65535-11)
+	}
 	c, created, err := demoCluster(stdout, o)
 	if err != nil {
 		return err
@@ -116,9 +132,11 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	cm := client.NewMetrics(nil)
 	cl, err := client.New(startCtx, client.Config{
 		Cluster: c, Group: bft.GroupID(g.ID), Key: key, Timeout: 500 * time.Millisecond,
 		Logger: quiet, // also the connections' logger
+		Metrics: cm,
 	})
 	cancelStart()
 	if err != nil {
@@ -130,7 +148,7 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	if err := waitGroupAnswers(ctx, cl, o.readyWait); err != nil {
 		return fmt.Errorf("demo: the group did not answer within %s (see the logs in %s): %w", o.readyWait, logDir, err)
 	}
-	k := &console{out: stdout, cl: cl, sup: sup, group: g, f: c.F, callTimeout: o.callTimeout}
+	k := &console{out: stdout, cl: cl, metrics: cm, sup: sup, group: g, f: c.F, callTimeout: o.callTimeout}
 	fmt.Fprint(stdout, demoBanner(g, c.F))
 	lines, err := newLineReader(ctx, in, stdout, filepath.Join(o.dir, ".console_history"))
 	if err != nil {

@@ -88,8 +88,27 @@ func TestDemoSaysWhichPortIsTaken(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	startCluster(t, other, appLog)
 	var out, errb syncBuffer
-	err := runDemo(context.Background(), strings.NewReader(""), &out, &errb, demoOptions{dir: dir, basePort: base, readyWait: time.Second, grace: time.Second})
+	err := runDemo(context.Background(), strings.NewReader(""), &out, &errb, demoOptions{dir: dir, basePort: base, callTimeout: time.Second, readyWait: time.Second, grace: time.Second})
 	require.ErrorContains(t, err, fmt.Sprintf("127.0.0.1:%d of replica g0r0 is not free", base))
 	_, statErr := os.Stat(filepath.Join(dir, "data"))
 	require.True(t, os.IsNotExist(statErr), "no replica started")
+}
+
+func TestDemoRejectsNonsenseDurationsAndPorts(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--grace", "-1s"}, "--grace -1s: must be positive"},
+		{[]string{"--call-timeout", "0s"}, "--call-timeout 0s: must be positive"},
+		{[]string{"--ready-timeout", "-2s"}, "--ready-timeout -2s: must be positive"},
+		{[]string{"--base-port", "70000"}, "--base-port 70000: want 1..65524"},
+	} {
+		dir := filepath.Join(t.TempDir(), "demo")
+		code, _, stderr := runMain(t, append([]string{"demo", "--dir", dir}, tc.args...)...)
+		require.Equal(t, 1, code, tc.args)
+		require.Contains(t, stderr, tc.want)
+		_, err := os.Stat(dir)
+		require.True(t, os.IsNotExist(err), "nothing created")
+	}
 }

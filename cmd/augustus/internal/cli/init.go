@@ -36,8 +36,11 @@ Ed25519 private key per replica and per client (mode 0600).
 Every group has 3f+1 replicas. Replica k (counting g0r0, g0r1, ..., g1r0, ...)
 gets three consecutive ports from --base-port + 3k: peer, client and metrics.
 init never overwrites an existing cluster.`,
-		Example: `  # the local demo layout: 2 groups of 4 replicas on 127.0.0.1:7000-7023
+		Example: `  # the local demo layout: 1 group of 4 replicas (f=1) on 127.0.0.1:7000-7011
   augustus init --dir ./cluster
+
+  # 2 groups of 4 replicas on 127.0.0.1:7000-7023
+  augustus init --dir ./cluster2 --groups 2
 
   # one group of 7 replicas (f=2), two clients, checkpoints every 8 batches
   augustus init --dir /tmp/c --groups 1 --f 2 --clients 2 --checkpoint-interval 8 --log-window 16`,
@@ -48,7 +51,9 @@ init never overwrites an existing cluster.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.dir, "dir", "", "directory to write the cluster into (created if needed; required)")
-	fl.IntVar(&o.groups, "groups", def.Groups, "number of replica groups")
+	// One group until transactions span groups: README and the demo use
+	// one, and a second group would only sit idle.
+	fl.IntVar(&o.groups, "groups", 1, "number of replica groups")
 	fl.IntVar(&o.f, "f", def.F, "faulty replicas each group tolerates; groups have 3f+1 replicas")
 	fl.IntVar(&o.basePort, "base-port", def.BasePort, "first port; replica k uses base-port+3k .. base-port+3k+2")
 	fl.StringVar(&o.host, "host", def.Host, "host (name or IP) of every replica address")

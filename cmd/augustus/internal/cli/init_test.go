@@ -43,6 +43,17 @@ func TestInitSetsCheckpointIntervalAndLogWindow(t *testing.T) {
 	require.Equal(t, cluster.PolicyOpen, c.ClientPolicy)
 }
 
+func TestInitDefaultsToOneGroupOfFour(t *testing.T) {
+	dir := t.TempDir()
+	code, out, stderr := runMain(t, "init", "--dir", dir, "--base-port", "7000")
+	require.Equal(t, 0, code, stderr)
+	c, err := cluster.Load(filepath.Join(dir, cluster.FileName))
+	require.NoError(t, err)
+	require.Len(t, c.Groups, 1)
+	require.Len(t, c.Groups[0].Replicas, 4)
+	require.Contains(t, out, "1 group(s) of 4 replicas (f=1)")
+}
+
 func TestInitRefusesToOverwriteACluster(t *testing.T) {
 	dir := t.TempDir()
 	code, _, _ := runMain(t, "init", "--dir", dir)
@@ -64,7 +75,7 @@ func TestInitRejectsBadParameters(t *testing.T) {
 	}{
 		"negative f":        {[]string{"--f", "-1"}, "f=-1"},
 		"f too large":       {[]string{"--f", "30"}, "f=30"},
-		"port overflow":     {[]string{"--base-port", "65530"}, "need ports 65530..65553"},
+		"port overflow":     {[]string{"--base-port", "65530"}, "need ports 65530..65541"},
 		"no groups":         {[]string{"--groups", "0"}, "0 groups"},
 		"unknown policy":    {[]string{"--client-policy", "anyone"}, `--client-policy "anyone"`},
 		"listed no clients": {[]string{"--clients", "0"}, "needs at least one client"},
