@@ -135,7 +135,7 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	cm := client.NewMetrics(nil)
 	cl, err := client.New(startCtx, client.Config{
 		Cluster: c, Group: bft.GroupID(g.ID), Key: key, Timeout: 500 * time.Millisecond,
-		Logger: quiet, // also the connections' logger
+		Logger:  quiet, // also the connections' logger
 		Metrics: cm,
 	})
 	cancelStart()
