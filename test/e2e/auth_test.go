@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/augustus-db/augustus/pkg/bft/auth"
+	"github.com/augustus-db/augustus/pkg/bft/client"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
 	"github.com/augustus-db/augustus/pkg/bft/replica"
 	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
@@ -139,7 +140,9 @@ func openPeerStream(t *testing.T, addr string, cfg *tls.Config) codes.Code {
 	return status.Code(err)
 }
 
-func TestE2EUnlistedClientGetsNoResult(t *testing.T) {
+// An unlisted client's call is rejected: it never executes, and the
+// client learns so at once from f+1 matching rejections (DESIGN.md §3.2).
+func TestE2EUnlistedClientIsRejected(t *testing.T) {
 	skipInShort(t)
 	tc := newCluster(t, clusterOptions{})
 	tc.startAll()
@@ -148,10 +151,12 @@ func TestE2EUnlistedClientGetsNoResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := tc.clientWithKey(stranger)
-	_, err = invoke(bad, replica.LogAppend("k", []byte("from a stranger")), 3*time.Second)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("an unlisted client got %v, want no result (deadline exceeded)", err)
+	start := time.Now()
+	_, err = invoke(bad, replica.LogAppend("k", []byte("from a stranger")), 10*time.Second)
+	if !errors.Is(err, client.ErrRejected) || !strings.Contains(err.Error(), "is not listed") {
+		t.Fatalf("an unlisted client got %v, want a rejection naming the client policy", err)
 	}
+	t.Logf("unlisted client rejected after %s: %v", time.Since(start).Round(time.Millisecond), err)
 	good := tc.client("client0")
 	res, err := invoke(good, replica.LogRead("k"), 30*time.Second)
 	if err != nil {
@@ -171,7 +176,7 @@ func TestE2EUnlistedClientGetsNoResult(t *testing.T) {
 	if rejected < 1 {
 		t.Fatalf("no replica counted a rejected request")
 	}
-	t.Logf("unlisted client: no result within 3s; replicas counted %.0f rejected requests; the listed client was served", rejected)
+	t.Logf("replicas counted %.0f rejected requests; the listed client was served", rejected)
 }
 
 // replaceFile renames from over to.

@@ -487,7 +487,7 @@ func (res *benchResult) judge(o benchOptions) {
 		switch {
 		case res.LastCompletionSeconds < 0:
 			res.Problems = append(res.Problems, fmt.Sprintf("no call completed in the measured %s: is the group running (2f+1 replicas up), with --app %s?",
-				time.Duration(res.MeasuredSecs*float64(time.Second)).Round(time.Millisecond), o.workload))
+				time.Duration(res.MeasuredSecs*float64(time.Second)).Round(100*time.Millisecond), o.workload))
 		default:
 			res.Problems = append(res.Problems, fmt.Sprintf("no call completed in the last %s of the interval (the last at %.1fs): the group stopped answering",
 				window, res.LastCompletionSeconds))
