@@ -620,6 +620,10 @@ type benchSnapshot struct {
 	envelopes, retransmissions float64
 	envCalls, envCount         float64
 	replicaCPU                 map[string]float64
+	// replicaStart is each replica process's start time: a replica whose
+	// process restarted between two snapshots has a CPU counter that
+	// started over.
+	replicaStart map[string]float64
 	// missing says why a replica has no CPU figure in this snapshot.
 	missing              map[string]string
 	batchSum, batchCount float64
@@ -627,7 +631,7 @@ type benchSnapshot struct {
 }
 
 func snapshotBench(ctx context.Context, g *cluster.Group, cm *client.Metrics) benchSnapshot {
-	s := benchSnapshot{replicaCPU: map[string]float64{}, missing: map[string]string{}, clientCPU: processCPUSeconds()}
+	s := benchSnapshot{replicaCPU: map[string]float64{}, replicaStart: map[string]float64{}, missing: map[string]string{}, clientCPU: processCPUSeconds()}
 	s.envelopes = counterValue(cm.EnvelopesSent)
 	s.retransmissions = counterValue(cm.Retransmissions)
 	s.envCalls, s.envCount = histogramSums(cm.EnvelopeCalls)
@@ -653,6 +657,9 @@ func snapshotBench(ctx context.Context, g *cluster.Group, cm *client.Metrics) be
 		if sc.err != nil {
 			s.missing[sc.name] = shortError(sc.err)
 			continue
+		}
+		if start, ok := sc.m.value(metricStartTime); ok {
+			s.replicaStart[sc.name] = start
 		}
 		if cpu, ok := sc.m.value(metricCPU); ok {
 			s.replicaCPU[sc.name] = cpu
@@ -693,24 +700,31 @@ func (res *benchResult) fill(hist *hdrhistogram.Histogram, before, after benchSn
 	}
 	res.ReplicaCPUSeconds = map[string]float64{}
 	var total float64
+	res.ReplicasMissing = map[string]string{}
 	for name, a := range after.replicaCPU {
-		if b, ok := before.replicaCPU[name]; ok {
-			res.ReplicaCPUSeconds[name] = a - b
-			total += a - b
-			res.ReplicasScraped++
+		b, ok := before.replicaCPU[name]
+		if !ok {
+			continue
 		}
+		if after.replicaStart[name] != before.replicaStart[name] || a < b {
+			res.ReplicasMissing[name] = "it restarted during the interval, so its CPU counter started over"
+			continue
+		}
+		res.ReplicaCPUSeconds[name] = a - b
+		total += a - b
+		res.ReplicasScraped++
 	}
 	// A replica without a figure says why: what failed at the end of the
 	// interval, else at its start.
 	for _, snap := range []benchSnapshot{after, before} {
 		for name, why := range snap.missing {
-			if res.ReplicasMissing == nil {
-				res.ReplicasMissing = map[string]string{}
-			}
 			if _, ok := res.ReplicasMissing[name]; !ok {
 				res.ReplicasMissing[name] = why
 			}
 		}
+	}
+	if len(res.ReplicasMissing) == 0 {
+		res.ReplicasMissing = nil
 	}
 	res.ClientCPUSeconds = after.clientCPU - before.clientCPU
 	if res.Calls > 0 {

@@ -54,7 +54,7 @@ func printBench(w io.Writer, r *benchResult) error {
 		{"workload", fmt.Sprintf("%s, %d-byte calls, group %d", r.Workload, r.SizeBytes, r.Group)},
 		{"callers", fmt.Sprintf("%d (one group client)", r.Clients)},
 		{"measured", fmt.Sprintf("%.1fs after %.1fs warm-up", r.MeasuredSecs, r.WarmupSeconds)},
-		{"calls", fmt.Sprintf("%d (last completed %s; %d more in flight at the end completed within %.1fs)", r.Calls, last, r.DrainedCalls, r.DrainSeconds)},
+		{"calls", fmt.Sprintf("%d (last completed %s; of those in flight at the end, %d finished within the %.1fs allowed)", r.Calls, last, r.DrainedCalls, r.DrainSeconds)},
 		{"calls/s", fmt.Sprintf("%.0f", r.CallsPerSecond)},
 		{"envelopes/s", fmt.Sprintf("%.0f (%.1f calls per envelope)", r.EnvelopesPerSecond, r.CallsPerEnvelope)},
 		{"envelopes per PBFT batch", fmt.Sprintf("%.1f", r.EnvelopesPerBatch)},

@@ -93,7 +93,7 @@ func runInit(out io.Writer, o initOptions) error {
 		}
 	}
 	printCluster(out, o.dir, c)
-	fmt.Fprintf(out, "\nNext: augustus start --dir %s\n", o.dir)
+	fmt.Fprintf(out, "\nNext: augustus start --dir %s   (the log application; --app noop for augustus bench --workload noop)\n", o.dir)
 	return nil
 }
 

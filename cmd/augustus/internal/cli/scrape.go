@@ -17,6 +17,7 @@ import (
 // Metric names the tooling reads from replicas.
 const (
 	metricCPU          = "process_cpu_seconds_total"
+	metricStartTime    = "process_start_time_seconds"
 	metricView         = "augustus_bft_view"
 	metricViewChanging = "augustus_bft_view_changing"
 	metricExecuted     = "augustus_bft_last_executed_seq"
