@@ -131,3 +131,21 @@ func startPids(t *testing.T, out string) map[string]int {
 	}
 	return pids
 }
+
+// When no replica runs and none will be restarted, start says so and exits
+// with status 1 rather than supervising nothing.
+func TestStartExitsWhenEveryReplicaIsDownForGood(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	out, stop := startClusterWith(t, startOptions{dir: dir, app: appNoop, logLevel: "warn", grace: 10 * time.Second, restart: restartNever})
+	for _, pid := range startPids(t, out.String()) {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	}
+	waitFor(t, 30*time.Second, "start to give up", func() bool {
+		return strings.Contains(out.String(), "Every replica is down and none will be restarted; stopping.")
+	})
+	err := stop()
+	var ee *exitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 1, ee.code)
+	require.Contains(t, out.String(), "Group 0: 0 of 4 replicas running: more than f=1 down")
+}
