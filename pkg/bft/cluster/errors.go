@@ -37,7 +37,7 @@ var (
 	ErrNotFound = errors.New("cluster: not found")
 	// ErrKeyMismatch: a private key file does not hold the key pair whose
 	// public key the cluster file lists.
-	ErrKeyMismatch = errors.New("cluster: key does not match the cluster file")
+	ErrKeyMismatch = errors.New("cluster: key mismatch")
 )
 
 // ValidationError lists every problem Validate found. errors.Is matches

@@ -20,7 +20,11 @@ import (
 func printBench(w io.Writer, r *benchResult) error {
 	cpu := "n/a (no replica metrics)"
 	if r.ReplicasScraped > 0 {
-		cpu = fmt.Sprintf("%.3f ms/call over %d of %d replicas", r.ReplicaCPUMsPerCall, r.ReplicasScraped, r.ReplicasInGroup)
+		perCall := fmt.Sprintf("%.3f ms/call", r.ReplicaCPUMsPerCall)
+		if r.Calls == 0 {
+			perCall = "n/a per call (no call completed)"
+		}
+		cpu = fmt.Sprintf("%s over %d of %d replicas", perCall, r.ReplicasScraped, r.ReplicasInGroup)
 		var parts []string
 		for _, n := range sortedKeys(r.ReplicaCPUSeconds) {
 			parts = append(parts, fmt.Sprintf("%s %.2fs", n, r.ReplicaCPUSeconds[n]))

@@ -225,7 +225,7 @@ func runStart(ctx context.Context, stdout, stderr io.Writer, o startOptions) err
 func describeEvent(ev supEvent, o startOptions, c *cluster.Cluster, sup *supervisor) string {
 	switch ev.Kind {
 	case evExited:
-		line := fmt.Sprintf("replica %s (pid %d) exited after %s: %s", ev.Name, ev.Pid, ev.Ran.Round(100*time.Millisecond), describeExit(ev.Err))
+		line := fmt.Sprintf("replica %s (pid %d) exited after %s: %s", ev.Name, ev.Pid, roundRun(ev.Ran), describeExit(ev.Err))
 		if ev.Cause != "" {
 			line += ": " + ev.Cause
 		}
@@ -237,6 +237,9 @@ func describeEvent(ev supEvent, o startOptions, c *cluster.Cluster, sup *supervi
 		}
 		return fmt.Sprintf("replica %s: restarting in %s (%s)", ev.Name, ev.Delay.Round(10*time.Millisecond), why)
 	case evRestarted:
+		if ev.StartFailures > 0 {
+			return fmt.Sprintf("replica %s restarted (pid %d)", ev.Name, ev.Pid)
+		}
 		return fmt.Sprintf("replica %s restarted (pid %d); it recovers from its store and catches up with the others", ev.Name, ev.Pid)
 	case evNotRestarted:
 		return fmt.Sprintf("replica %s: not restarted (--restart %s); start it by hand with: augustus replica --dir %s --id %s", ev.Name, o.restart, o.dir, ev.Name)
@@ -252,6 +255,15 @@ func describeEvent(ev supEvent, o startOptions, c *cluster.Cluster, sup *supervi
 		return fmt.Sprintf("replica %s: could not be started: %v", ev.Name, ev.Err)
 	}
 	return fmt.Sprintf("replica %s: event %d", ev.Name, ev.Kind)
+}
+
+// roundRun rounds how long a replica ran for a message: to 10ms below a
+// second ("exited after 40ms", not "after 0s"), to 100ms above.
+func roundRun(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
 }
 
 // groupHealth says how many replicas of name's group run, against f.
