@@ -240,17 +240,22 @@ func TestReplicatedCommitDoesNotAllocatePerWrite(t *testing.T) {
 	value := make([]byte, 100)
 	b := e.NewBatch()
 	defer b.Close()
-	allocs := testing.AllocsPerRun(50, func() {
-		b.Reset()
-		for i := range 10 {
-			_ = b.Set(UserData, []byte{'k', byte(i)}, value)
-		}
-		if err := e.Commit(b, false); err != nil {
-			t.Fatal(err)
-		}
-	})
-	// The digest update reuses its scratch: a replicated commit of ten
-	// writes must not allocate per write.
-	t.Logf("allocations per 10-write replicated commit: %.1f", allocs)
-	require.LessOrEqual(t, allocs, 2.0, "allocations per 10-write replicated commit")
+	// AllocsPerRun counts the whole process's allocations, pebble's
+	// background work included, so compare commits of 10 and 100 writes:
+	// the digest update reuses its scratch, so ten times the writes must not
+	// cost more allocations (the difference stays near zero, not near 90).
+	commitsOf := func(n int) float64 {
+		return testing.AllocsPerRun(50, func() {
+			b.Reset()
+			for i := range n {
+				_ = b.Set(UserData, []byte{'k', byte(i)}, value)
+			}
+			if err := e.Commit(b, false); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := commitsOf(10), commitsOf(100)
+	t.Logf("allocations per replicated commit: %.1f (10 writes), %.1f (100 writes)", small, large)
+	require.LessOrEqual(t, large-small, 5.0, "allocations grow with the writes of a replicated commit")
 }

@@ -190,11 +190,6 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			c.closeConns()
 			return nil, fmt.Errorf("client: dial %s: %w", rep.Name, err)
 		}
-		// Bind the stream to this client id at once, so the replica can route
-		// replies before the client sends it a request (backups get requests
-		// from the primary). TransportDialer also re-binds after reconnects;
-		// this covers any Dialer.
-		conn.Send(transport.BindRequest([]byte(c.id)))
 		c.conns = append(c.conns, conn)
 	}
 	for _, conn := range c.conns {

@@ -61,14 +61,18 @@ func newTestGroupWith(t testing.TB, f int, configure func(*bft.Config), app func
 	}
 	g := &testGroup{t: t, dir: dir, cluster: c, configure: configure, app: app}
 	// Bind every address to a free loopback port.
+	var reserved []net.Listener
 	for i := range c.Groups[0].Replicas {
 		rep := &c.Groups[0].Replicas[i]
-		rep.PeerAddr, rep.ClientAddr, rep.MetricsAddr = freeAddr(t), freeAddr(t), ""
+		rep.PeerAddr, rep.ClientAddr, rep.MetricsAddr = freeAddr(t, &reserved), freeAddr(t, &reserved), ""
 		k, err := cluster.LoadReplicaKey(dir, rep.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		g.keys = append(g.keys, k)
+	}
+	for _, l := range reserved {
+		_ = l.Close()
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -81,12 +85,15 @@ func newTestGroupWith(t testing.TB, f int, configure func(*bft.Config), app func
 	return g
 }
 
-func freeAddr(t testing.TB) string {
+// freeAddr reserves a free loopback port. The listeners stay open in
+// reserved until every address is chosen (the caller closes them), so the
+// kernel cannot hand one port out twice.
+func freeAddr(t testing.TB, reserved *[]net.Listener) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	*reserved = append(*reserved, l)
 	return l.Addr().String()
 }
 
