@@ -53,6 +53,9 @@ type Cluster struct {
 	Partitions []Partition `json:"partitions"`
 	// ClientPolicy is "listed" or "open".
 	ClientPolicy string `json:"client_policy"`
+	// Admins hold the keys that may write the metadata keyspace (txn.md
+	// M5); see admin.go.
+	Admins []Admin `json:"admins,omitempty"`
 }
 
 // Group is one replica group of n = 3F+1 replicas.

@@ -49,13 +49,16 @@ type GenerateOptions struct {
 	Clients int
 	// ClientPolicy is "listed" (the default when empty) or "open".
 	ClientPolicy string
+	// Admins is the number of admin key pairs to create (admin0, ...):
+	// the keys that may change metadata (txn.md M5).
+	Admins int
 }
 
 // DefaultGenerateOptions returns the local demo cluster of DESIGN.md §1:
-// two groups of four replicas (f=1) on loopback from port 7000, and one
-// listed client.
+// two groups of four replicas (f=1) on loopback from port 7000, one listed
+// client and one admin.
 func DefaultGenerateOptions(dir string) GenerateOptions {
-	return GenerateOptions{Dir: dir, Groups: 2, F: 1, BasePort: 7000, Host: "127.0.0.1", Clients: 1, ClientPolicy: PolicyListed}
+	return GenerateOptions{Dir: dir, Groups: 2, F: 1, BasePort: 7000, Host: "127.0.0.1", Clients: 1, ClientPolicy: PolicyListed, Admins: 1}
 }
 
 // ReplicaName returns the name Generate gives replica index of group g.
@@ -105,6 +108,9 @@ func build(opts GenerateOptions) (*Cluster, []namedKey, error) {
 	}
 	if opts.Clients < 0 {
 		return nil, nil, fmt.Errorf("%w: %d clients", ErrBadParameter, opts.Clients)
+	}
+	if opts.Admins < 0 {
+		return nil, nil, fmt.Errorf("%w: %d admins", ErrBadParameter, opts.Admins)
 	}
 	n := 3*opts.F + 1
 	last := opts.BasePort + PortsPerReplica*opts.Groups*n - 1
@@ -167,6 +173,11 @@ func build(opts GenerateOptions) (*Cluster, []namedKey, error) {
 		keys = append(keys, namedKey{name, priv})
 		c.Clients = append(c.Clients, Client{Name: name, PublicKey: auth.EncodePublicKey(auth.PublicKeyOf(priv))})
 	}
+	adminKeys, err := addAdmins(c, opts.Admins)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys = append(keys, adminKeys...)
 	c.Partitions = SplitFirstByte(opts.Groups)
 	if err := c.Validate(); err != nil {
 		return nil, nil, err

@@ -50,6 +50,7 @@ func (c *Cluster) Validate() error {
 	v.params(c)
 	groups := v.groups(c)
 	v.clients(c)
+	v.admins(c)
 	v.partitions(c, groups)
 	if len(v.problems) == 0 {
 		return nil
