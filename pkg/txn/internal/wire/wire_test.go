@@ -22,7 +22,7 @@ func TestUvarintRoundTripsAndRejectsNonMinimal(t *testing.T) {
 		{0x80, 0x00},       // 0 in two bytes
 		{0x81, 0x80, 0x00}, // 1 in three bytes
 		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, // > 64 bits
-		{0x80},            // truncated
+		{0x80}, // truncated
 	} {
 		r := NewReader(bad)
 		r.Uvarint("v")

@@ -1,0 +1,162 @@
+package txn
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/augustus-db/augustus/pkg/bft"
+)
+
+type testCluster struct {
+	keys   *Keys
+	privs  map[bft.GroupID][]ed25519.PrivateKey
+	admin  ed25519.PrivateKey
+	domain *Domain
+}
+
+func newTestCluster(t *testing.T) *testCluster {
+	t.Helper()
+	tc := &testCluster{privs: map[bft.GroupID][]ed25519.PrivateKey{}}
+	pubs := map[bft.GroupID][]ed25519.PublicKey{}
+	seed := byte(1)
+	for _, g := range []bft.GroupID{0, 1} {
+		for range 4 {
+			priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, 32))
+			seed++
+			tc.privs[g] = append(tc.privs[g], priv)
+			pubs[g] = append(pubs[g], priv.Public().(ed25519.PublicKey))
+		}
+	}
+	tc.admin = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{99}, 32))
+	var err error
+	tc.keys, err = NewKeys("kc", pubs, []ed25519.PublicKey{tc.admin.Public().(ed25519.PublicKey)})
+	require.NoError(t, err)
+	tc.domain = tc.keys.Domain()
+	return tc
+}
+
+func (tc *testCluster) votes(id TxnID, g bft.GroupID, dec Decision, replicas ...bft.ReplicaID) GroupSigs {
+	gs := GroupSigs{Group: g}
+	for _, r := range replicas {
+		var s ReplicaSig
+		s.Replica = r
+		copy(s.Sig[:], ed25519.Sign(tc.privs[g][r], tc.domain.VoteBytes(id, g, dec)))
+		gs.Sigs = append(gs.Sigs, s)
+	}
+	return gs
+}
+
+func (tc *testCluster) acks(id TxnID, g bft.GroupID, dec Decision, replicas ...bft.ReplicaID) GroupSigs {
+	gs := GroupSigs{Group: g}
+	for _, r := range replicas {
+		var s ReplicaSig
+		s.Replica = r
+		copy(s.Sig[:], ed25519.Sign(tc.privs[g][r], tc.domain.AckBytes(id, g, dec)))
+		gs.Sigs = append(gs.Sigs, s)
+	}
+	return gs
+}
+
+func twoGroupTxn() *Txn {
+	return &Txn{
+		Ops:    []Op{{Kind: OpWrite, Key: []byte("a"), Value: []byte("1")}, {Kind: OpWrite, Key: []byte("z"), Value: []byte("2")}},
+		Groups: []GroupVersion{{Group: 0}, {Group: 1}},
+		Owner:  bft.ClientID(bytes.Repeat([]byte{5}, 32)), Nonce: 1,
+	}
+}
+
+// txn.md E10: what a certificate must hold, and the Byzantine certificates
+// of txn.md's list (forged, short, wrong-group, cross-transaction).
+func TestVerifyCertificateAcceptsOnlyWellFormedCertificates(t *testing.T) {
+	tc := newTestCluster(t)
+	tx := twoGroupTxn()
+	id := tx.ID("kc")
+	other := tx
+	other = &Txn{Ops: tx.Ops, Groups: tx.Groups, Owner: tx.Owner, Nonce: 2}
+	otherID := other.ID("kc")
+
+	commit := Certificate{Decision: Commit, Parts: []GroupSigs{tc.votes(id, 0, Commit, 0, 1), tc.votes(id, 1, Commit, 2, 3)}}
+	require.NoError(t, tc.keys.VerifyCertificate(tx, id, &commit, 0, false))
+	abort := Certificate{Decision: Abort, Parts: []GroupSigs{tc.votes(id, 1, Abort, 0, 3)}}
+	require.NoError(t, tc.keys.VerifyCertificate(tx, id, &abort, 0, false))
+
+	bad := map[string]Certificate{
+		"short (f sigs)":    {Decision: Commit, Parts: []GroupSigs{tc.votes(id, 0, Commit, 0, 1), tc.votes(id, 1, Commit, 2)}},
+		"too many sigs":     {Decision: Commit, Parts: []GroupSigs{tc.votes(id, 0, Commit, 0, 1, 2), tc.votes(id, 1, Commit, 2, 3)}},
+		"one group missing": {Decision: Commit, Parts: []GroupSigs{tc.votes(id, 0, Commit, 0, 1)}},
+		"duplicate replica": {Decision: Commit, Parts: []GroupSigs{tc.votes(id, 0, Commit, 1, 1), tc.votes(id, 1, Commit, 2, 3)}},
+		"unknown replica":   {Decision: Abort, Parts: []GroupSigs{tc.votes(id, 1, Abort, 0, 3)}},
+		"cross-transaction": {Decision: Commit, Parts: []GroupSigs{tc.votes(id, 0, Commit, 0, 1), tc.votes(otherID, 1, Commit, 2, 3)}},
+		"wrong vote":        {Decision: Commit, Parts: []GroupSigs{tc.votes(id, 0, Commit, 0, 1), tc.votes(id, 1, Abort, 2, 3)}},
+		"two abort parts":   {Decision: Abort, Parts: []GroupSigs{tc.votes(id, 0, Abort, 0, 1), tc.votes(id, 1, Abort, 2, 3)}},
+	}
+	// Group 1's votes relabelled as group 0's: signatures bind the group.
+	wrongGroup := tc.votes(id, 1, Abort, 0, 1)
+	wrongGroup.Group = 0
+	bad["wrong group"] = Certificate{Decision: Abort, Parts: []GroupSigs{wrongGroup}}
+	// An ack is not a vote (E9: distinct tags).
+	bad["acks as votes"] = Certificate{Decision: Abort, Parts: []GroupSigs{tc.acks(id, 1, Abort, 0, 1)}}
+	unknown := bad["unknown replica"]
+	unknown.Parts[0].Sigs[1].Replica = 7
+	bad["unknown replica"] = unknown
+	outsider := Certificate{Decision: Abort, Parts: []GroupSigs{tc.votes(id, 1, Abort, 0, 1)}}
+	outsider.Parts[0].Group = 2
+	bad["group not involved"] = outsider
+	for name, c := range bad {
+		err := tc.keys.VerifyCertificate(tx, id, &c, 0, false)
+		require.Error(t, err, name)
+	}
+
+	// A replica of group 0 skips its own part (compared with its record).
+	own := Certificate{Decision: Commit, Parts: []GroupSigs{{Group: 0, Sigs: []ReplicaSig{{Replica: 0}, {Replica: 1}}}, tc.votes(id, 1, Commit, 2, 3)}}
+	require.NoError(t, tc.keys.VerifyCertificate(tx, id, &own, 0, true))
+	require.Error(t, tc.keys.VerifyCertificate(tx, id, &own, 1, true), "only the receiver's own part is skipped")
+	ownShort := Certificate{Decision: Commit, Parts: []GroupSigs{{Group: 0, Sigs: []ReplicaSig{{Replica: 0}}}, tc.votes(id, 1, Commit, 2, 3)}}
+	require.Error(t, tc.keys.VerifyCertificate(tx, id, &ownShort, 0, true), "the own part still needs f+1 distinct members")
+}
+
+// txn.md W2: a termination proof is f+1 acks of every other group.
+func TestVerifyProofNeedsAcksOfEveryOtherGroup(t *testing.T) {
+	tc := newTestCluster(t)
+	tx := twoGroupTxn()
+	id := tx.ID("kc")
+	require.NoError(t, tc.keys.VerifyProof(tx, id, Commit, []GroupSigs{tc.acks(id, 1, Commit, 0, 1)}, 0))
+	require.Error(t, tc.keys.VerifyProof(tx, id, Abort, []GroupSigs{tc.acks(id, 1, Commit, 0, 1)}, 0), "wrong outcome")
+	require.Error(t, tc.keys.VerifyProof(tx, id, Commit, []GroupSigs{tc.votes(id, 1, Commit, 0, 1)}, 0), "votes are not acks")
+	require.Error(t, tc.keys.VerifyProof(tx, id, Commit, nil, 0), "missing group")
+	require.Error(t, tc.keys.VerifyProof(tx, id, Commit, []GroupSigs{tc.acks(id, 0, Commit, 0, 1), tc.acks(id, 1, Commit, 0, 1)}, 0), "own group's acks")
+}
+
+// txn.md M5: only listed admin keys sign metadata transactions.
+func TestVerifyAdminAcceptsOnlyListedAdmins(t *testing.T) {
+	tc := newTestCluster(t)
+	id := twoGroupTxn().ID("kc")
+	require.NoError(t, tc.keys.VerifyAdmin(id, SignAdmin(tc.domain, id, tc.admin)))
+	stranger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{42}, 32))
+	require.ErrorIs(t, tc.keys.VerifyAdmin(id, SignAdmin(tc.domain, id, stranger)), ErrSignature)
+	other := TxnID{1}
+	require.ErrorIs(t, tc.keys.VerifyAdmin(other, SignAdmin(tc.domain, id, tc.admin)), ErrSignature)
+	otherCluster := NewDomain("elsewhere")
+	require.ErrorIs(t, tc.keys.VerifyAdmin(id, SignAdmin(otherCluster, id, tc.admin)), ErrSignature)
+}
+
+// txn.md E9: votes and acks are signed under distinct tags; SignBytes reads
+// them from a result's header and asks for no signature on anything else.
+func TestSignBytesSeparatesVotesAcksAndUnsignedResults(t *testing.T) {
+	d := NewDomain("kc")
+	id := TxnID{7}
+	vote := (&Result{Kind: ResultVote, Signed: true, ID: id, Group: 3, Decision: Commit}).Encode()
+	ack := (&Result{Kind: ResultAck, Signed: true, ID: id, Group: 3, Decision: Commit}).Encode()
+	require.Equal(t, d.VoteBytes(id, 3, Commit), d.SignBytes(vote))
+	require.Equal(t, d.AckBytes(id, 3, Commit), d.SignBytes(ack))
+	require.NotEqual(t, d.SignBytes(vote), d.SignBytes(ack))
+	require.NotEqual(t, d.SignBytes(vote), NewDomain("kd").SignBytes(vote))
+	require.Equal(t, d.SignBytes(vote), SignBytes("kc", vote))
+	unsigned := (&Result{Kind: ResultVote, ID: id, Group: 3, Decision: Commit}).Encode()
+	require.Nil(t, d.SignBytes(unsigned))
+	require.Nil(t, d.SignBytes((&Result{Kind: ResultRefusal, Code: RefuseNoRecord}).Encode()))
+	require.Nil(t, d.SignBytes([]byte{'V', 1}))
+}
