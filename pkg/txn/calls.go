@@ -77,6 +77,33 @@ type Certificate struct {
 	Parts    []GroupSigs
 }
 
+// Encode returns the certificate's encoding: decision(1) uvarint(#parts) {
+// sigs }, as inside an outcome call. Groups keep it with the record it
+// terminated (E11).
+func (c *Certificate) Encode() []byte {
+	b := []byte{byte(c.Decision)}
+	b = wire.AppendUvarint(b, uint64(len(c.Parts)))
+	for i := range c.Parts {
+		b = appendSigs(b, &c.Parts[i])
+	}
+	return b
+}
+
+// DecodeCertificate decodes Certificate.Encode's output strictly.
+func DecodeCertificate(b []byte) (*Certificate, error) {
+	r := wire.NewReader(b)
+	c := &Certificate{Decision: readDecision(r, "certificate decision")}
+	n := r.Count("certificate parts", 3, maxDecodeParts)
+	if r.Err() == nil && n == 0 {
+		r.Failf("certificate without parts")
+	}
+	c.Parts = readParts(r, n)
+	if err := r.Done("certificate"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // Relay carries f+1 signed votes of one involved group for another owner's
 // transaction: the group recorded it from the owner's envelope, so the relay
 // counts as the owner's (T3, K4).

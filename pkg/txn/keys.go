@@ -7,6 +7,7 @@ import (
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/auth"
+	"github.com/augustus-db/augustus/pkg/bft/cluster"
 )
 
 // Keys holds what a replica or a client needs to check the signatures the
@@ -49,6 +50,24 @@ func NewKeys(clusterID string, groups map[bft.GroupID][]ed25519.PublicKey, admin
 		k.admins[raw] = a
 	}
 	return k, nil
+}
+
+// KeysFromCluster returns the Keys of a cluster file: every group's replica
+// keys and the admin keys.
+func KeysFromCluster(c *cluster.Cluster) (*Keys, error) {
+	groups := make(map[bft.GroupID][]ed25519.PublicKey, len(c.Groups))
+	for _, g := range c.Groups {
+		keys, err := c.GroupKeys(bft.GroupID(g.ID))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrKeys, err)
+		}
+		groups[bft.GroupID(g.ID)] = keys
+	}
+	admins, err := c.AdminKeys()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKeys, err)
+	}
+	return NewKeys(c.ClusterID, groups, admins)
 }
 
 // Domain returns the cluster's signing domain.

@@ -155,6 +155,9 @@ const (
 	// RefuseOutcomeMismatch: a proof's outcome is not the one recorded
 	// here (W2).
 	RefuseOutcomeMismatch
+	// RefuseInvalid: a call that fails validation at execution (it cannot
+	// happen after Validate; kept so execution never depends on it).
+	RefuseInvalid
 	refuseEnd
 )
 
@@ -171,6 +174,8 @@ func (c RefusalCode) String() string {
 		return "pending"
 	case RefuseOutcomeMismatch:
 		return "outcome_mismatch"
+	case RefuseInvalid:
+		return "invalid"
 	}
 	return "unknown"
 }
@@ -352,6 +357,14 @@ func (res *Result) AppendEncode(b []byte) []byte {
 		b = wire.AppendString(b, res.Message)
 	}
 	return b
+}
+
+// AppendVote appends a vote result built from a stored body (see
+// AppendVoteBody): engines answer re-deliveries (E1) this way.
+func AppendVote(b []byte, signed bool, id TxnID, g bft.GroupID, dec Decision, watermark uint64, body []byte) []byte {
+	b = appendHeader(b, ResultVote, signed, id, g, dec)
+	b = wire.AppendUvarint(b, watermark)
+	return append(b, body...)
 }
 
 // AppendVoteBody appends what follows a vote's watermark: the reason, its
