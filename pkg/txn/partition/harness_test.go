@@ -314,11 +314,11 @@ func (c *client) finish(x *tx, cert txn.Certificate) map[bft.GroupID]*txn.Result
 	return out
 }
 
-func requireVote(t testing.TB, res *txn.Result, dec txn.Decision, reason txn.Reason) {
+func requireVote(t testing.TB, res *txn.Result, dec txn.Decision, reason txn.Reason, msg ...any) {
 	t.Helper()
-	require.Equal(t, txn.ResultVote, res.Kind, "%s", res)
-	require.Equal(t, dec, res.Decision, "%s", res)
-	require.Equal(t, reason, res.Reason, "%s", res)
+	require.Equal(t, txn.ResultVote, res.Kind, "%s %v", res, msg)
+	require.Equal(t, dec, res.Decision, "%s %v", res, msg)
+	require.Equal(t, reason, res.Reason, "%s %v", res, msg)
 }
 
 // get reads a user key at replica 0 of a group.
