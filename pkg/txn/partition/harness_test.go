@@ -93,6 +93,7 @@ func newWorldWith(t testing.TB, nGroups, replicasPerGroup int, limits txn.Limits
 			gr.replicas = append(gr.replicas, r)
 		}
 		w.groups[gr.id] = gr
+		gr.exec() // the runtime's first batch writes the initial metadata
 	}
 	return w
 }
