@@ -1,0 +1,112 @@
+package partition
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/txn"
+)
+
+// txn.md T4: stateless validation, the same at every replica (the harness
+// checks that every replica returns the same error text): decoding, limits,
+// the receiving group in the declared set, the signatures T3 and E10 rely
+// on, and the shape of each call kind.
+func TestRuleT4ValidateRefusesWhatNoStateCouldMakeValid(t *testing.T) {
+	w := newWorld(t, 2, 3)
+	c := w.client(1)
+	g := w.groups[0]
+	single := c.build(txn.NewBuilder().Insert(k("a"), []byte("1")))
+	multiRO := c.build(txn.NewBuilder().Read(k("a")).Read(highKey))
+	multiUp := c.build(txn.NewBuilder().Insert(k("a"), []byte("1")).Insert(highKey, []byte("1")))
+	onlyOne := c.build(txn.NewBuilder().Insert(highKey, []byte("1")))
+	unknownGroup := c.buildAt(txn.NewBuilder().Read(k("a")), []txn.GroupVersion{{Group: 0}, {Group: 9}})
+
+	cases := []struct {
+		name    string
+		payload []byte
+		want    error
+	}{
+		{"garbage", []byte("hello"), txn.ErrMalformed},
+		{"empty", nil, txn.ErrMalformed},
+		{"truncated transaction", txn.NewTxnCall(single.enc[:len(single.enc)-1], nil), txn.ErrMalformed},
+		{"not involved", onlyOne.call(), txn.ErrNotInvolved},
+		{"unknown group", unknownGroup.call(), txn.ErrInvalid},
+		{"certificate for a single-group transaction", txn.NewOutcomeCall(single.enc, nil, w.abortCert(single, 0)), txn.ErrInvalid},
+		{"release of an update", txn.NewReleaseCall(multiUp.enc, txn.Commit), txn.ErrInvalid},
+		{"release of a single-group transaction", txn.NewReleaseCall(single.enc, txn.Commit), txn.ErrInvalid},
+		{"proof for a read-only transaction", txn.NewProofCall(multiRO.enc, nil, txn.Commit, []txn.GroupSigs{w.acks(multiRO.id, 1, txn.Commit)}), txn.ErrInvalid},
+		{"proof with votes for acks", txn.NewProofCall(multiUp.enc, nil, txn.Commit, []txn.GroupSigs{w.votes(multiUp.id, 1, txn.Commit)}), txn.ErrSignature},
+		{"proof missing a group", txn.NewProofCall(multiUp.enc, nil, txn.Commit, []txn.GroupSigs{w.acks(multiUp.id, 0, txn.Commit)}), txn.ErrInvalid},
+		{"relay with forged votes", txn.NewRelayCall(multiUp.enc, nil, txn.Relay{Decision: txn.Abort, Votes: w.votes(multiUp.id, 1, txn.Commit)}), txn.ErrSignature},
+	}
+	for _, tc := range cases {
+		_, err := g.call(c.id, tc.payload)
+		require.ErrorIs(t, err, tc.want, tc.name)
+	}
+	for name, ok := range map[string][]byte{
+		"query":      txn.NewQueryCall(0),
+		"single":     single.call(),
+		"release":    txn.NewReleaseCall(multiRO.enc, txn.Commit),
+		"proof":      txn.NewProofCall(multiUp.enc, nil, txn.Commit, []txn.GroupSigs{w.acks(multiUp.id, 1, txn.Commit)}),
+		"own part":   txn.NewOutcomeCall(multiUp.enc, nil, txn.Certificate{Decision: txn.Abort, Parts: []txn.GroupSigs{{Group: 0, Sigs: []txn.ReplicaSig{{Replica: 2}, {Replica: 3}}}}}),
+		"commit own": txn.NewOutcomeCall(multiUp.enc, nil, txn.Certificate{Decision: txn.Commit, Parts: []txn.GroupSigs{{Group: 0, Sigs: []txn.ReplicaSig{{Replica: 0}, {Replica: 3}}}, w.votes(multiUp.id, 1, txn.Commit)}}),
+	} {
+		require.NoError(t, g.validate(ok), name)
+	}
+}
+
+// Execute never trusts Validate: a call that fails validation reaching it
+// anyway gets the same refusal at every replica, and nothing changes.
+func TestExecuteRefusesUndecodableCallsDeterministically(t *testing.T) {
+	w := newWorld(t, 2, 3)
+	g := w.groups[0]
+	before := g.sums()[0]
+	raw := g.exec(replica.Call{Client: bft.ClientID("x"), Payload: []byte("junk")})[0]
+	res, err := txn.DecodeResult(raw)
+	require.NoError(t, err)
+	require.Equal(t, txn.RefuseInvalid, res.Code)
+	require.Equal(t, before, g.sums()[0])
+}
+
+// Any bytes: Validate never panics, and whatever it accepts executes without
+// a local fault at every replica alike.
+func FuzzValidateThenExecute(f *testing.F) {
+	w := newWorld(f, 2, 2)
+	c := w.client(1)
+	x := c.build(txn.NewBuilder().Insert(k("a"), []byte("1")).Read(highKey))
+	f.Add(x.call())
+	f.Add(txn.NewOutcomeCall(x.enc, nil, w.abortCert(x, 1)))
+	f.Add(txn.NewReleaseCall(x.enc, txn.Abort))
+	f.Add(txn.NewQueryCall(3))
+	f.Add(txn.NewRelayCall(x.enc, nil, txn.Relay{Decision: txn.Commit, Votes: w.votes(x.id, 1, txn.Commit)}))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		g := w.groups[0]
+		if g.engine().Validate(payload) != nil {
+			return
+		}
+		g.seq++
+		var first []byte
+		for i, r := range g.replicas {
+			b := r.store.NewIndexedBatch()
+			res, err := r.engine.Execute(g.seq, []replica.Call{{Client: c.id, Payload: payload}}, b)
+			if err != nil {
+				t.Fatalf("local fault on a valid call: %v", err)
+			}
+			if err := r.store.Commit(b, false); err != nil {
+				t.Fatal(err)
+			}
+			_ = b.Close()
+			if _, err := txn.DecodeResult(res[0]); err != nil {
+				t.Fatalf("undecodable result: %v", err)
+			}
+			if i == 0 {
+				first = res[0]
+			} else if string(first) != string(res[0]) {
+				t.Fatalf("replicas disagree")
+			}
+		}
+	})
+}
