@@ -66,6 +66,18 @@ var (
 		{pkg: "pkg/txn/txntest/history", ownAllowed: []string{"pkg/txn/txntest/history"}},
 		{pkg: "pkg/txn/txntest/elle", ownAllowed: []string{"pkg/txn/txntest/elle", "pkg/txn/txntest/history"}},
 		{pkg: "pkg/txn/txntest/linear", ownAllowed: []string{"pkg/txn/txntest/linear", "pkg/txn/txntest/history"}},
+		// The public transaction types are shared by clients and replicas:
+		// no storage, network, runtime or metrics.
+		{pkg: "pkg/txn", forbid: append([]string{module + "pkg/storage", module + "pkg/bft/replica",
+			module + "pkg/bft/client", module + "pkg/bft/transport", module + "pkg/txn/partition", module + "pkg/txn/oracle",
+			module + "pkg/txn/coord", module + "pkg/txn/lockmgr"}, external...)},
+		{pkg: "pkg/txn/oracle", forbid: append([]string{module + "pkg/storage", module + "pkg/bft/replica",
+			module + "pkg/bft/client", module + "pkg/bft/transport", module + "pkg/txn/partition"}, external...)},
+		// The state machine runs inside the replica (whose runtime it
+		// imports for Call and Reader): it never talks to the network or to
+		// other groups itself.
+		{pkg: "pkg/txn/partition", forbid: []string{module + "pkg/bft/client", module + "pkg/sql"},
+			forbidDirect: []string{module + "pkg/bft/transport", module + "pkg/bft/client", "google.golang.org/grpc", "net", "net/http", "time", "math/rand", "math/rand/v2"}},
 	}
 )
 

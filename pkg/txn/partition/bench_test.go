@@ -1,0 +1,137 @@
+package partition
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/txn"
+)
+
+func benchKey(prefix byte, i int) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefix}, uint64(i))
+}
+
+// execOne executes one call at replica 0 of g with the timer running only
+// around Execute, and commits the batch (unsynced) outside the timer.
+func execOne(b *testing.B, g *group, call replica.Call) []byte {
+	r := g.replicas[0]
+	b.StopTimer()
+	batch := r.store.NewIndexedBatch()
+	g.seq++
+	b.StartTimer()
+	res, err := r.engine.Execute(g.seq, []replica.Call{call}, batch)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.store.Commit(batch, false); err != nil {
+		b.Fatal(err)
+	}
+	_ = batch.Close()
+	b.StartTimer()
+	return res[0]
+}
+
+// A single-group transaction of four operations (cmp, read, write, insert)
+// executed on the fast path (E7), including the W1 raise that deletes the
+// previous record.
+func BenchmarkExecuteSingleGroup4Ops(b *testing.B) {
+	w := newWorld(b, 2, 1)
+	c := w.client(1)
+	g := w.groups[0]
+	// Seed the keys the transactions compare, read and write.
+	seedB := txn.NewBuilder()
+	for i := range 64 {
+		seedB.Insert(benchKey(0x10, i), []byte("value-0123456789"))
+	}
+	g.exec(replica.Call{Client: c.id, Payload: c.build(seedB).call()})
+	calls := make([][]byte, b.N)
+	for i := range calls {
+		k := benchKey(0x10, i%64)
+		bl := txn.NewBuilder().Cmp(k, []byte("value-0123456789")).Read(benchKey(0x10, (i+1)%64)).
+			Write(k, []byte("value-0123456789")).Insert(benchKey(0x20, i), []byte("new-value"))
+		t, err := bl.Build(txn.Header{Owner: c.id, Nonce: uint64(i + 1), Watermark: uint64(i + 1)}, []txn.GroupVersion{{Group: 0}}, w.limits)
+		if err != nil {
+			b.Fatal(err)
+		}
+		calls[i] = txn.NewTxnCall(t.Encode(), nil)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		res := execOne(b, g, replica.Call{Client: c.id, Payload: calls[i]})
+		if res[0] != byte(txn.ResultVote) || res[38] != byte(txn.Commit) {
+			b.Fatalf("unexpected result %x", res[:40])
+		}
+	}
+}
+
+// A multi-group update's vote at one group (E9: pending, signed), without
+// the runtime's signature; the transaction is terminated outside the timer.
+func BenchmarkExecuteMultiGroupVote(b *testing.B) {
+	w := newWorld(b, 2, 1)
+	c := w.client(1)
+	g := w.groups[0]
+	xs := make([]*tx, b.N)
+	for i := range xs {
+		bl := txn.NewBuilder().Insert(benchKey(0x10, i), []byte("v")).Read(benchKey(0x11, i)).Insert(benchKey(0x90, i), []byte("v")).Read(benchKey(0x91, i))
+		t, err := bl.Build(txn.Header{Owner: c.id, Nonce: uint64(i), Watermark: uint64(i)}, []txn.GroupVersion{{Group: 0}, {Group: 1}}, w.limits)
+		if err != nil {
+			b.Fatal(err)
+		}
+		xs[i] = w.wrap(t)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		res := execOne(b, g, replica.Call{Client: c.id, Payload: xs[i].call()})
+		b.StopTimer()
+		if res[38] != byte(txn.Commit) || g.engine().SignBytes(res) == nil {
+			b.Fatalf("unexpected result %x", res[:40])
+		}
+		// Terminate (unmeasured) so the lock table and window stay small;
+		// the proof lets the next transaction's watermark pass it.
+		execOne(b, g, replica.Call{Client: c.id, Payload: txn.NewOutcomeCall(xs[i].enc, nil, w.abortCert(xs[i], 1))})
+		b.StopTimer()
+		execOne(b, g, replica.Call{Client: c.id, Payload: txn.NewProofCall(xs[i].enc, nil, txn.Abort, []txn.GroupSigs{w.acks(xs[i].id, 1, txn.Abort)})})
+		b.StopTimer()
+		b.StartTimer()
+	}
+}
+
+// Validate of an outcome call carrying a COMMIT certificate of 2 groups ×
+// (f+1) signatures (f=1) at one of the groups: the other group's two
+// signatures are verified, the receiver's own part is compared with its
+// record at execution instead (E10).
+func BenchmarkValidateCertificate2Groups(b *testing.B) {
+	w := newWorld(b, 2, 1)
+	c := w.client(1)
+	x := c.build(txn.NewBuilder().Insert(k("a"), []byte("1")).Insert(highKey, []byte("1")))
+	call := txn.NewOutcomeCall(x.enc, nil, w.commitCert(x))
+	e := w.groups[0].engine()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := e.Validate(call); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The same certificate checked in full, as a client does (K2): all 2 × (f+1)
+// signatures.
+func BenchmarkVerifyCertificate2GroupsInFull(b *testing.B) {
+	w := newWorld(b, 2, 1)
+	c := w.client(1)
+	x := c.build(txn.NewBuilder().Insert(k("a"), []byte("1")).Insert(highKey, []byte("1")))
+	cert := w.commitCert(x)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := w.keys.VerifyCertificate(x.t, x.id, &cert, bft.GroupID(0), false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
