@@ -73,11 +73,13 @@ var (
 			module + "pkg/txn/coord", module + "pkg/txn/lockmgr"}, external...)},
 		{pkg: "pkg/txn/oracle", forbid: append([]string{module + "pkg/storage", module + "pkg/bft/replica",
 			module + "pkg/bft/client", module + "pkg/bft/transport", module + "pkg/txn/partition"}, external...)},
-		// The state machine runs inside the replica (whose runtime it
-		// imports for Call and Reader): it never talks to the network or to
-		// other groups itself.
-		{pkg: "pkg/txn/partition", forbid: []string{module + "pkg/bft/client", module + "pkg/sql"},
-			forbidDirect: []string{module + "pkg/bft/transport", module + "pkg/bft/client", "google.golang.org/grpc", "net", "net/http", "time", "math/rand", "math/rand/v2"}},
+		// The state machine runs inside the replica's event loop (it imports
+		// pkg/bft/host for Call, Reader and the Application interface): it
+		// never talks to the network or to other groups itself, and reads no
+		// clock or randomness.
+		{pkg: "pkg/txn/partition", forbid: []string{module + "pkg/bft/client", module + "pkg/bft/transport",
+			module + "pkg/bft/replica", module + "pkg/sql", "google.golang.org/grpc"},
+			forbidDirect: []string{"net", "net/http", "os", "time", "math/rand", "math/rand/v2", "crypto/rand"}},
 	}
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/txn"
 )
 
@@ -15,13 +15,13 @@ func benchKey(prefix byte, i int) []byte {
 
 // execOne executes one call at replica 0 of g with the timer running only
 // around Execute, and commits the batch (unsynced) outside the timer.
-func execOne(b *testing.B, g *group, call replica.Call) []byte {
+func execOne(b *testing.B, g *group, call host.Call) []byte {
 	r := g.replicas[0]
 	b.StopTimer()
 	batch := r.store.NewIndexedBatch()
 	g.seq++
 	b.StartTimer()
-	res, err := r.engine.Execute(g.seq, []replica.Call{call}, batch)
+	res, err := r.engine.Execute(g.seq, []host.Call{call}, batch)
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -46,7 +46,7 @@ func BenchmarkExecuteSingleGroup4Ops(b *testing.B) {
 	for i := range 64 {
 		seedB.Insert(benchKey(0x10, i), []byte("value-0123456789"))
 	}
-	g.exec(replica.Call{Client: c.id, Payload: c.build(seedB).call()})
+	g.exec(host.Call{Client: c.id, Payload: c.build(seedB).call()})
 	calls := make([][]byte, b.N)
 	for i := range calls {
 		k := benchKey(0x10, i%64)
@@ -61,7 +61,7 @@ func BenchmarkExecuteSingleGroup4Ops(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		res := execOne(b, g, replica.Call{Client: c.id, Payload: calls[i]})
+		res := execOne(b, g, host.Call{Client: c.id, Payload: calls[i]})
 		if res[0] != byte(txn.ResultVote) || res[38] != byte(txn.Commit) {
 			b.Fatalf("unexpected result %x", res[:40])
 		}
@@ -86,16 +86,16 @@ func BenchmarkExecuteMultiGroupVote(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		res := execOne(b, g, replica.Call{Client: c.id, Payload: xs[i].call()})
+		res := execOne(b, g, host.Call{Client: c.id, Payload: xs[i].call()})
 		b.StopTimer()
 		if res[38] != byte(txn.Commit) || g.engine().SignBytes(res) == nil {
 			b.Fatalf("unexpected result %x", res[:40])
 		}
 		// Terminate (unmeasured) so the lock table and window stay small;
 		// the proof lets the next transaction's watermark pass it.
-		execOne(b, g, replica.Call{Client: c.id, Payload: txn.NewOutcomeCall(xs[i].enc, nil, w.abortCert(xs[i], 1))})
+		execOne(b, g, host.Call{Client: c.id, Payload: txn.NewOutcomeCall(xs[i].enc, nil, w.abortCert(xs[i], 1))})
 		b.StopTimer()
-		execOne(b, g, replica.Call{Client: c.id, Payload: txn.NewProofCall(xs[i].enc, nil, txn.Abort, []txn.GroupSigs{w.acks(xs[i].id, 1, txn.Abort)})})
+		execOne(b, g, host.Call{Client: c.id, Payload: txn.NewProofCall(xs[i].enc, nil, txn.Abort, []txn.GroupSigs{w.acks(xs[i].id, 1, txn.Abort)})})
 		b.StopTimer()
 		b.StartTimer()
 	}

@@ -126,7 +126,10 @@ func (e *Engine) execute(w *storage.Batch, id txn.TxnID, t *txn.Txn, rec *record
 		return err
 	}
 	// E3, L6: all locks at once or none, never waiting.
-	conflicts := e.locks.Acquire(holder{ID: id, Order: rec.order}, p.locks)
+	conflicts, err := e.acquire(holder{ID: id, Order: rec.order}, p.locks)
+	if err != nil {
+		return err
+	}
 	if len(conflicts) > 0 {
 		if rec.meta {
 			onlyData, err := e.onlyDataHolders(w, conflicts)

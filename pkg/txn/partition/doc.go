@@ -1,7 +1,7 @@
 // Package partition is a group's replicated transaction state machine: the
 // Augustus storage protocol at a replica (DESIGN.md §4, ../shared/txn.md).
-// Engine implements replica.Application (Validate, Execute, Restored) and the
-// runtime's signing interface (SignBytes); every rule of txn.md it follows is
+// Engine implements host.Application (Validate, Execute, Restored; aliased as
+// replica.Application) and host.Signing (SignBytes); every rule of txn.md it follows is
 // explained where it is implemented, with its tag.
 //
 //   - validate.go: stateless validation (T4, M1, M5, E10's other-group
@@ -28,11 +28,11 @@
 // table and sequence number (pbft.md P2). The lock table is memory only,
 // rebuilt verbatim from pending records by Restored.
 //
-// Not built yet: pkg/txn/lockmgr is being written in parallel; until it lands
-// the engine runs on the naive lock table of locktable_naive.go, which has
-// its API.
+// The lock table is pkg/txn/lockmgr's (L1–L4, L6); the engine builds the
+// lock sets (L5) and names conflicts by delivery order (E3).
 //
-// Imports: pkg/txn, pkg/txn/oracle, pkg/storage, pkg/bft (ids),
-// pkg/bft/replica (Call, Reader, Application), pkg/bft/cluster (configuration)
-// and prometheus; never the network, the transport or the group client.
+// Imports: pkg/txn, pkg/txn/oracle, pkg/txn/lockmgr, pkg/storage, pkg/bft
+// (ids), pkg/bft/host (Call, Reader, Application, Signing — not the replica
+// runtime with its network), pkg/bft/cluster (configuration) and prometheus;
+// never the network, the transport or the group client (internal/archtest).
 package partition

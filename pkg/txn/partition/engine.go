@@ -7,9 +7,10 @@ import (
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
-	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/storage"
 	"github.com/augustus-db/augustus/pkg/txn"
+	"github.com/augustus-db/augustus/pkg/txn/lockmgr"
 	"github.com/augustus-db/augustus/pkg/txn/oracle"
 )
 
@@ -45,7 +46,7 @@ func ConfigFromCluster(c *cluster.Cluster, g bft.GroupID) (Config, error) {
 }
 
 // Engine is a group's replicated transaction state machine (txn.md E1–E12,
-// L, W1–W3, M1–M5): it implements replica.Application and the runtime's
+// L, W1–W3, M1–M5): it implements host.Application and the runtime's
 // optional signing interface (SignBytes).
 //
 // Everything it decides is a deterministic function of the calls it executed
@@ -65,7 +66,7 @@ type Engine struct {
 	log     *slog.Logger
 
 	// Mirrors of the replicated state (Restored rebuilds them).
-	locks      *lockTable
+	locks      *lockmgr.Table
 	queued     *queuedMeta
 	pmap       *oracle.Map
 	ready      bool   // the metadata keyspace holds the version and the map
@@ -82,7 +83,10 @@ type queuedMeta struct {
 	rec *record
 }
 
-var _ replica.Application = (*Engine)(nil)
+var (
+	_ host.Application = (*Engine)(nil)
+	_ host.Signing     = (*Engine)(nil)
+)
 
 // ErrConfig is returned by New for an unusable configuration.
 var ErrConfig = errors.New("partition: bad configuration")
@@ -114,7 +118,7 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		self: cfg.Group, keys: cfg.Keys, dom: cfg.Keys.Domain(), limits: cfg.Limits,
 		initial: cfg.InitialMap, groups: cfg.Keys.Groups(), metrics: cfg.Metrics, log: log,
-		locks: newLockTable(), pmap: cfg.InitialMap,
+		locks: lockmgr.New(), pmap: cfg.InitialMap,
 	}, nil
 }
 
@@ -123,12 +127,12 @@ func New(cfg Config) (*Engine, error) {
 // state.
 func (e *Engine) SignBytes(result []byte) []byte { return e.dom.SignBytes(result) }
 
-// Execute implements replica.Application: it executes the calls of one
+// Execute implements host.Application: it executes the calls of one
 // committed batch in order (their delivery order, E3) into w, an indexed
 // batch the runtime commits with the client table and the sequence number
 // (E11, pbft.md P2). An error is a local fault (E12): the replica stops and
 // never sends a result it could not persist.
-func (e *Engine) Execute(_ bft.SeqNum, calls []replica.Call, w *storage.Batch) ([][]byte, error) {
+func (e *Engine) Execute(_ bft.SeqNum, calls []host.Call, w *storage.Batch) ([][]byte, error) {
 	if err := e.init(w); err != nil {
 		return nil, err
 	}
@@ -160,7 +164,7 @@ func (e *Engine) queuedCount() int {
 // executeCall executes one call. Validate accepted it before it was ordered
 // (T4, pbft.md N2); it is decoded again here, and a call that no longer
 // decodes is answered with a refusal, the same at every replica.
-func (e *Engine) executeCall(w *storage.Batch, call *replica.Call) ([]byte, error) {
+func (e *Engine) executeCall(w *storage.Batch, call *host.Call) ([]byte, error) {
 	c, err := txn.DecodeCall(call.Payload)
 	if err != nil {
 		return e.invalid(err), nil
@@ -188,7 +192,7 @@ func (e *Engine) executeCall(w *storage.Batch, call *replica.Call) ([]byte, erro
 
 // delivery is one call carrying a transaction, being executed.
 type delivery struct {
-	call *replica.Call
+	call *host.Call
 	c    *txn.Call
 	t    *txn.Txn
 	id   txn.TxnID
@@ -199,13 +203,13 @@ func (e *Engine) invalid(err error) []byte {
 	return (&txn.Result{Kind: txn.ResultRefusal, Group: e.self, Code: txn.RefuseInvalid, Message: err.Error()}).Encode()
 }
 
-// Restored implements replica.Application: the store changed under the
+// Restored implements host.Application: the store changed under the
 // engine (start-up, state transfer), so it rebuilds its memory from r. The
 // lock table is rebuilt verbatim from the pending records, in delivery
 // order, never recomputed from data (E11): a chunk's span depends on keys
 // that may have changed since.
-func (e *Engine) Restored(r replica.Reader) error {
-	e.locks = newLockTable()
+func (e *Engine) Restored(r host.Reader) error {
+	e.locks = lockmgr.New()
 	e.queued = nil
 	e.pending = 0
 	e.orderDirty = false

@@ -11,7 +11,7 @@ import (
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
-	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/storage"
 	"github.com/augustus-db/augustus/pkg/txn"
 	"github.com/augustus-db/augustus/pkg/txn/oracle"
@@ -134,7 +134,7 @@ func (g *group) sums() [][storage.SumSize]byte {
 // after Validate (as the runtime does before ordering: a rejected call is
 // answered with the error). It checks that every replica returns the same
 // bytes and reaches the same state digest, and returns replica 0's results.
-func (g *group) exec(calls ...replica.Call) [][]byte {
+func (g *group) exec(calls ...host.Call) [][]byte {
 	g.w.t.Helper()
 	g.seq++
 	var first [][]byte
@@ -178,7 +178,7 @@ func (g *group) call(client bft.ClientID, payload []byte) (*txn.Result, error) {
 	if err := g.validate(payload); err != nil {
 		return nil, err
 	}
-	raw := g.exec(replica.Call{Client: client, Payload: payload})[0]
+	raw := g.exec(host.Call{Client: client, Payload: payload})[0]
 	res, err := txn.DecodeResult(raw)
 	require.NoError(g.w.t, err)
 	if s := g.replicas[0].engine.SignBytes(raw); s != nil {

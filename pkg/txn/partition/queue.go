@@ -49,7 +49,10 @@ func (e *Engine) onlyDataHolders(r reader, hs []holder) (bool, error) {
 // blockers names the pending transactions the queued metadata transaction
 // waits for, first delivered first, at most Limits.MaxNamed of them.
 func (e *Engine) blockers(r reader, q *queuedMeta) ([]txn.Named, error) {
-	hs := e.locks.Conflicts(q.id, q.rec.locks)
+	hs, err := e.conflicts(q.id, q.rec.locks)
+	if err != nil {
+		return nil, err
+	}
 	if len(hs) > e.limits.MaxNamed {
 		hs = hs[:e.limits.MaxNamed]
 	}
@@ -82,8 +85,11 @@ func (e *Engine) queuedResult(r reader, id txn.TxnID, rec *record, watermark uin
 // written only by metadata transactions, and none ran while it was queued.
 func (e *Engine) drain(w *storage.Batch) error {
 	q := e.queued
-	if q == nil || len(e.locks.Conflicts(q.id, q.rec.locks)) > 0 {
+	if q == nil {
 		return nil
+	}
+	if c, err := e.conflicts(q.id, q.rec.locks); err != nil || len(c) > 0 {
+		return err
 	}
 	e.queued = nil
 	t, err := txn.Decode(q.rec.txn)
@@ -97,7 +103,9 @@ func (e *Engine) drain(w *storage.Batch) error {
 	if err != nil {
 		return err
 	}
-	if c := e.locks.Acquire(holder{ID: q.id, Order: q.rec.order}, p.locks); len(c) > 0 {
+	if c, err := e.acquire(holder{ID: q.id, Order: q.rec.order}, p.locks); err != nil {
+		return err
+	} else if len(c) > 0 {
 		return fmt.Errorf("%w: queued transaction %s still conflicts after draining", errCorrupt, q.id)
 	}
 	return e.decide(w, q.id, t, q.rec, p)

@@ -3,13 +3,12 @@ package partition
 import (
 	"context"
 	"io"
-	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/storage"
 	"github.com/augustus-db/augustus/pkg/txn"
 )
@@ -22,7 +21,11 @@ type lockSnapshot struct {
 func lockState(e *Engine) []lockSnapshot {
 	var out []lockSnapshot
 	for _, h := range e.locks.Holders() {
-		out = append(out, lockSnapshot{h: h, locks: slices.Clone(e.locks.Held(h.ID))})
+		locks, ok := e.locks.Held(h.ID)
+		if !ok {
+			panic("holder without locks")
+		}
+		out = append(out, lockSnapshot{h: h, locks: locks})
 	}
 	return out
 }
@@ -134,7 +137,7 @@ func TestRuleE12StorageErrorIsALocalFault(t *testing.T) {
 	x := c.build(txn.NewBuilder().Insert(k("a"), []byte("1")))
 	b := r.store.NewIndexedBatch()
 	require.NoError(t, b.Close())
-	res, err := r.engine.Execute(99, []replica.Call{{Client: c.id, Payload: x.call()}}, b)
+	res, err := r.engine.Execute(99, []host.Call{{Client: c.id, Payload: x.call()}}, b)
 	require.Error(t, err)
 	require.ErrorIs(t, err, storage.ErrClosed)
 	require.Nil(t, res)
@@ -142,7 +145,7 @@ func TestRuleE12StorageErrorIsALocalFault(t *testing.T) {
 	// A store that fails under the engine: the engine is closed.
 	b = r.store.NewIndexedBatch()
 	require.NoError(t, r.store.Close())
-	res, err = r.engine.Execute(99, []replica.Call{{Client: c.id, Payload: x.call()}}, b)
+	res, err = r.engine.Execute(99, []host.Call{{Client: c.id, Payload: x.call()}}, b)
 	require.Error(t, err)
 	require.Nil(t, res)
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/txn"
 )
 
@@ -43,7 +43,7 @@ func TestRuleE7SingleGroupFastPath(t *testing.T) {
 	c := w.client(1)
 	g := w.groups[0]
 	x := c.build(txn.NewBuilder().Insert(k("a"), []byte("1")))
-	raw := g.exec(replica.Call{Client: c.id, Payload: x.call()})[0]
+	raw := g.exec(host.Call{Client: c.id, Payload: x.call()})[0]
 	require.Nil(t, g.engine().SignBytes(raw), "no signature")
 	res, err := txn.DecodeResult(raw)
 	require.NoError(t, err)
@@ -132,12 +132,12 @@ func TestRuleE9MultiGroupUpdateVotesAreSigned(t *testing.T) {
 	c := w.client(1)
 	g := w.groups[0]
 	x := c.build(txn.NewBuilder().Insert(k("a"), []byte("1")).Insert(highKey, []byte("2")))
-	raw := g.exec(replica.Call{Client: c.id, Payload: x.call()})[0]
+	raw := g.exec(host.Call{Client: c.id, Payload: x.call()})[0]
 	require.Equal(t, w.dom.VoteBytes(x.id, 0, txn.Commit), g.engine().SignBytes(raw))
 	y := c.build(txn.NewBuilder().Write(k("zz"), []byte("1")).Insert(highKey, []byte("2")))
-	raw = g.exec(replica.Call{Client: c.id, Payload: y.call()})[0]
+	raw = g.exec(host.Call{Client: c.id, Payload: y.call()})[0]
 	require.Equal(t, w.dom.VoteBytes(y.id, 0, txn.Abort), g.engine().SignBytes(raw), "abort votes are signed too")
-	ack := g.exec(replica.Call{Client: c.id, Payload: txn.NewOutcomeCall(x.enc, nil, w.abortCert(x, 1))})[0]
+	ack := g.exec(host.Call{Client: c.id, Payload: txn.NewOutcomeCall(x.enc, nil, w.abortCert(x, 1))})[0]
 	require.Equal(t, w.dom.AckBytes(x.id, 0, txn.Abort), g.engine().SignBytes(ack))
 	require.NotEqual(t, w.dom.VoteBytes(x.id, 0, txn.Abort), g.engine().SignBytes(ack))
 }

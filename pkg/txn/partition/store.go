@@ -9,6 +9,7 @@ import (
 	"github.com/augustus-db/augustus/pkg/storage"
 	"github.com/augustus-db/augustus/pkg/txn"
 	"github.com/augustus-db/augustus/pkg/txn/internal/wire"
+	"github.com/augustus-db/augustus/pkg/txn/lockmgr"
 )
 
 // The transaction keyspace (storage.TxnRecords; replicated, digested and
@@ -245,7 +246,7 @@ func decodeRecord(b []byte) (*record, error) {
 		r.locks = make([]lock, nl)
 	}
 	for i := range r.locks {
-		r.locks[i].Mode = lockMode(rd.Byte("mode"))
+		r.locks[i].Mode = lockmgr.Mode(rd.Byte("mode"))
 		r.locks[i].Start = rd.Bytes("start", 0)
 		if rd.Bool("bounded") {
 			r.locks[i].End = rd.Bytes("end", 0)

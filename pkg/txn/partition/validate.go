@@ -9,7 +9,7 @@ import (
 	"github.com/augustus-db/augustus/pkg/txn/oracle"
 )
 
-// Validate implements replica.Application: stateless validation (T4), the
+// Validate implements host.Application: stateless validation (T4), the
 // same at every replica of every group, run in parallel before ordering. A
 // rejection becomes an error reply the client reads on f+1 matching replies,
 // so every message is a deterministic function of the call's bytes. It

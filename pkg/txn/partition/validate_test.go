@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/txn"
 )
 
@@ -64,7 +64,7 @@ func TestExecuteRefusesUndecodableCallsDeterministically(t *testing.T) {
 	w := newWorld(t, 2, 3)
 	g := w.groups[0]
 	before := g.sums()[0]
-	raw := g.exec(replica.Call{Client: bft.ClientID("x"), Payload: []byte("junk")})[0]
+	raw := g.exec(host.Call{Client: bft.ClientID("x"), Payload: []byte("junk")})[0]
 	res, err := txn.DecodeResult(raw)
 	require.NoError(t, err)
 	require.Equal(t, txn.RefuseInvalid, res.Code)
@@ -91,7 +91,7 @@ func FuzzValidateThenExecute(f *testing.F) {
 		var first []byte
 		for i, r := range g.replicas {
 			b := r.store.NewIndexedBatch()
-			res, err := r.engine.Execute(g.seq, []replica.Call{{Client: c.id, Payload: payload}}, b)
+			res, err := r.engine.Execute(g.seq, []host.Call{{Client: c.id, Payload: payload}}, b)
 			if err != nil {
 				t.Fatalf("local fault on a valid call: %v", err)
 			}
