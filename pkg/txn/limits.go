@@ -29,7 +29,9 @@ type Limits struct {
 	Window uint64
 	// MaxNamed bounds the pending transactions a reply names (a queued
 	// metadata transaction may wait for many): the first delivered are
-	// named; clients recover them and ask again (K4).
+	// named; clients recover them and ask again (K4). Abort records keep
+	// what their vote named (E1), so a record holds at most MaxNamed
+	// encodings of MaxTxnBytes each.
 	MaxNamed int
 }
 
@@ -44,7 +46,7 @@ func DefaultLimits() Limits {
 		MaxRangeLimit:  10000,
 		MaxResultBytes: 4 << 20,
 		Window:         1024,
-		MaxNamed:       16,
+		MaxNamed:       4,
 	}
 }
 

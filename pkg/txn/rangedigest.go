@@ -38,7 +38,8 @@ func (r *RangeHasher) Add(key, value []byte) {
 // Count returns the entries added.
 func (r *RangeHasher) Count() uint64 { return r.n }
 
-// Sum returns the digest of the entries added.
+// Sum returns the digest of the entries added. Call it once: it finishes the
+// hash.
 func (r *RangeHasher) Sum() [32]byte {
 	r.buf = wire.AppendUvarint(r.buf[:0], r.n)
 	h := r.h

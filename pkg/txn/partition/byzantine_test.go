@@ -213,3 +213,26 @@ func TestByzantineFloodsOfPendingTransactionsStopAtTheWindow(t *testing.T) {
 	_, err = w.groups[0].call(flooder.id, txn.NewTxnCall(big.Encode(), nil))
 	require.ErrorIs(t, err, txn.ErrTooLarge)
 }
+
+// A lying watermark at a group that never saw a transaction (pending
+// elsewhere) makes the transaction stale there forever: it can never commit,
+// and its stale abort votes terminate it where it is pending (W1, W2, E2).
+// With a pending transaction at the group itself the watermark stops below it
+// (TestRuleW1LyingWatermarkNeverPassesAPendingTransaction).
+func TestByzantineLyingWatermarkWithoutPendingTransactionOnlyAbortsIt(t *testing.T) {
+	w := smallWindow(t, 4)
+	liar, rescuer := w.client(1), w.client(2)
+	u := liar.at(1, 0, txn.NewBuilder().Insert(k("a"), []byte("1")).Insert(highKey, []byte("1")))
+	requireVote(t, w.groups[0].mustCall(liar.id, u.call()), txn.Commit, txn.ReasonNone)
+	// At group 1, which never saw u, the liar states that nonce 1 is done.
+	res := w.groups[1].mustCall(liar.id, liar.at(3, 3, txn.NewBuilder().Insert([]byte{0x95}, []byte("x"))).call())
+	require.Equal(t, uint64(3), res.Watermark)
+	// Recovery: group 1 answers the relay with a signed stale abort.
+	res = w.groups[1].mustCall(rescuer.id, txn.NewRelayCall(u.enc, nil, txn.Relay{Decision: txn.Commit, Votes: w.votes(u.id, 0, txn.Commit)}))
+	requireVote(t, res, txn.Abort, txn.ReasonStaleNonce)
+	require.True(t, res.Signed)
+	require.Equal(t, txn.Abort, w.groups[0].mustCall(rescuer.id, txn.NewOutcomeCall(u.enc, nil, w.abortCert(u, 1))).Decision)
+	_, ok := w.groups[0].get(k("a"))
+	require.False(t, ok)
+	require.Zero(t, w.groups[0].engine().locks.Len())
+}

@@ -127,15 +127,3 @@ func (e *Engine) window(w *storage.Batch, owner bft.ClientID, nonce uint64, s *o
 	}
 	return txn.ReasonNone, nil
 }
-
-// recordedUnder returns the id recorded under an owner's nonce, if any.
-func (e *Engine) recordedUnder(r reader, owner bft.ClientID, nonce uint64) (txn.TxnID, bool, error) {
-	v, ok, err := get(r, storage.TxnRecords, nonceKey(owner, nonce))
-	if err != nil || !ok {
-		return txn.TxnID{}, false, err
-	}
-	if len(v) != 32 {
-		return txn.TxnID{}, false, fmt.Errorf("%w: nonce index entry", errCorrupt)
-	}
-	return txn.TxnID(v), true, nil
-}

@@ -44,7 +44,7 @@ func (e *Engine) query(r reader, client bft.ClientID, from uint64) ([]byte, erro
 	// The last nonce (MaxUint64) lies outside the scan's exclusive end.
 	if v, ok, err := get(r, storage.TxnRecords, end); err != nil {
 		return nil, err
-	} else if ok && len(v) == 32 && from <= math.MaxUint64 {
+	} else if ok && len(v) == 32 {
 		entries = append(entries, entry{nonce: math.MaxUint64, id: txn.TxnID(v)})
 	}
 	size := 64
