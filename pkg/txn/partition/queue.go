@@ -103,6 +103,9 @@ func (e *Engine) drain(w *storage.Batch) error {
 	if err != nil {
 		return err
 	}
+	// The persisted lock set is the one it waited for (E11); the fresh plan
+	// supplies what evaluation reads.
+	p.locks = q.rec.locks
 	if c, err := e.acquire(holder{ID: q.id, Order: q.rec.order}, p.locks); err != nil {
 		return err
 	} else if len(c) > 0 {
