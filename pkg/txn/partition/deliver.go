@@ -26,8 +26,13 @@ func (e *Engine) deliver(w *storage.Batch, d *delivery) ([]byte, error) {
 		return e.refuse(w, d, txn.RefuseNoRecord, fmt.Sprintf("no record of transaction %s: only its owner, or a relay with f+1 signed votes of one of its groups, may deliver it", d.id))
 	}
 	// The transaction is owner-authenticated: by the owner's envelope, or by
-	// f+1 signed votes of a group that recorded it from that envelope
-	// (checked in Validate).
+	// f+1 signed votes of one of its groups (checked in Validate). T3 speaks
+	// of votes of a group that recorded it; Validate accepts any f+1 signed
+	// votes, also an E2 abort that was signed but not recorded. That is as
+	// strong: a correct replica signs a vote only for a transaction it
+	// delivered owner-authenticated, or recorded from such a delivery or
+	// from a certificate or release built on one, so among f+1 signers one
+	// correct replica vouches that the owner sent it.
 	os, err := e.raise(w, d.t.Owner, d.t.Watermark)
 	if err != nil {
 		return nil, err
