@@ -30,7 +30,7 @@ var (
 		// the process supervisor: nothing of ours.
 		{pkg: "internal/backoff", ownAllowed: []string{"internal/backoff"}},
 		// storage is the bottom layer: nothing of ours.
-		{pkg: "pkg/storage", ownAllowed: []string{"pkg/storage"}},
+		{pkg: "pkg/storage", ownAllowed: []string{"pkg/storage", "internal/invariants"}},
 		// The PBFT core: a deterministic state machine (DESIGN.md §2, §3).
 		{pkg: "pkg/bft", ownAllowed: []string{"pkg/bft", "pkg/bft/bftpb", "pkg/bft/internal/quorum", "internal/invariants"},
 			forbid: external,
