@@ -16,19 +16,24 @@ import (
 // It is immutable and safe for concurrent use.
 type Keys struct {
 	dom    *Domain
-	groups map[bft.GroupID]*auth.Verifier
+	groups map[bft.GroupID]ReplicaVerifier
 	ids    []bft.GroupID
 	admins map[[OwnerSize]byte]ed25519.PublicKey
+}
+
+// ReplicaVerifier checks the signatures of one group's replicas. An
+// *auth.Verifier (Ed25519) is one; the simulator plugs in its own, so that
+// thousands of seeds need not pay for Ed25519.
+type ReplicaVerifier interface {
+	// N is the group's size, 3f+1.
+	N() int
+	VerifyReplica(id bft.ReplicaID, msg, sig []byte) error
 }
 
 // NewKeys builds Keys from each group's replica keys in bft.ReplicaID order
 // and the admin keys.
 func NewKeys(clusterID string, groups map[bft.GroupID][]ed25519.PublicKey, admins []ed25519.PublicKey) (*Keys, error) {
-	if len(groups) == 0 {
-		return nil, fmt.Errorf("%w: no groups", ErrKeys)
-	}
-	k := &Keys{dom: NewDomain(clusterID), groups: make(map[bft.GroupID]*auth.Verifier, len(groups)),
-		admins: make(map[[OwnerSize]byte]ed25519.PublicKey, len(admins))}
+	vs := make(map[bft.GroupID]ReplicaVerifier, len(groups))
 	for g, keys := range groups {
 		if len(keys)%3 != 1 {
 			return nil, fmt.Errorf("%w: group %d has %d replicas, want 3f+1", ErrKeys, g, len(keys))
@@ -36,6 +41,23 @@ func NewKeys(clusterID string, groups map[bft.GroupID][]ed25519.PublicKey, admin
 		v, err := auth.NewVerifier(auth.VerifierConfig{Replicas: keys, Policy: auth.ClientsOpen, OpenKeyCache: 1})
 		if err != nil {
 			return nil, fmt.Errorf("%w: group %d: %w", ErrKeys, g, err)
+		}
+		vs[g] = v
+	}
+	return NewKeysWithVerifiers(clusterID, vs, admins)
+}
+
+// NewKeysWithVerifiers builds Keys from a verifier per group and the admin
+// keys.
+func NewKeysWithVerifiers(clusterID string, groups map[bft.GroupID]ReplicaVerifier, admins []ed25519.PublicKey) (*Keys, error) {
+	if len(groups) == 0 {
+		return nil, fmt.Errorf("%w: no groups", ErrKeys)
+	}
+	k := &Keys{dom: NewDomain(clusterID), groups: make(map[bft.GroupID]ReplicaVerifier, len(groups)),
+		admins: make(map[[OwnerSize]byte]ed25519.PublicKey, len(admins))}
+	for g, v := range groups {
+		if v.N()%3 != 1 {
+			return nil, fmt.Errorf("%w: group %d has %d replicas, want 3f+1", ErrKeys, g, v.N())
 		}
 		k.groups[g] = v
 		k.ids = append(k.ids, g)
@@ -92,9 +114,12 @@ func (k *Keys) Quorum(g bft.GroupID) (int, bool) {
 	return (v.N()-1)/3 + 1, true
 }
 
-// ReplicaKey returns the public key of replica r of group g.
+// ReplicaKey returns the public key of replica r of group g (false for a
+// group whose verifier holds no Ed25519 keys).
 func (k *Keys) ReplicaKey(g bft.GroupID, r bft.ReplicaID) (ed25519.PublicKey, bool) {
-	v, ok := k.groups[g]
+	v, ok := k.groups[g].(interface {
+		ReplicaKey(bft.ReplicaID) (ed25519.PublicKey, bool)
+	})
 	if !ok {
 		return nil, false
 	}
@@ -104,7 +129,7 @@ func (k *Keys) ReplicaKey(g bft.GroupID, r bft.ReplicaID) (ed25519.PublicKey, bo
 // checkSigsShape checks a group part without verifying signatures: a known
 // group, exactly f+1 signatures (more would only cost every replica
 // verification time), from distinct replicas of the group.
-func (k *Keys) checkSigsShape(gs *GroupSigs) (*auth.Verifier, error) {
+func (k *Keys) checkSigsShape(gs *GroupSigs) (ReplicaVerifier, error) {
 	v, ok := k.groups[gs.Group]
 	if !ok {
 		return nil, fmt.Errorf("%w: no group %d in the cluster", ErrInvalid, gs.Group)
