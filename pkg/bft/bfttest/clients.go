@@ -14,15 +14,97 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft/host"
 )
 
-// SimClient is a correct client process: the production group client
-// (client.Core — envelopes, the window, retransmission, f+1 matching
-// replies) with the simulator's network and clock, and a LogApp workload of
-// callers that append unique tokens to a few shared logs.
-type SimClient struct {
+// GroupClient is one client process's connection to one group: the
+// production group client (client.Core — envelopes, the window,
+// retransmission, f+1 matching replies, rejections, signed results) on the
+// simulator's network and clock. Workloads build on it: SimClient here, the
+// transaction simulator's coordinators in pkg/txn/txntest.
+type GroupClient struct {
 	g    *Group
-	idx  int
 	id   bft.ClientID
 	core *client.Core
+}
+
+// GroupClientConfig configures a GroupClient.
+type GroupClientConfig struct {
+	// Index names the client's key (the same index gives the same key in
+	// every group of a world).
+	Index             int
+	InFlight          int
+	Timeout           int64 // microseconds
+	MaxEnvelopeCalls  int
+	SignBytes         func(result []byte) []byte
+	SignaturesChecked bool
+}
+
+// NewGroupClient connects client cfg.Index to group g.
+func NewGroupClient(g *Group, cfg GroupClientConfig) *GroupClient {
+	id := g.Keys.NewClient(cfg.Index)
+	conns := make([]client.Conn, g.N)
+	for i := range conns {
+		conns[i] = simConn{g: g, to: i}
+	}
+	sign := g.Keys.ClientSigner(id)
+	dom := g.dom
+	if cfg.MaxEnvelopeCalls == 0 {
+		cfg.MaxEnvelopeCalls = 8
+	}
+	c := &GroupClient{g: g, id: id}
+	c.core = client.NewCore(client.CoreConfig{
+		ID: id, F: g.F, N: g.N, Domain: *dom,
+		Sign: func(msg []byte) []byte {
+			g.NoteSigned(msg)
+			return sign.Sign(msg)
+		},
+		VerifyReply: func(rep *bftpb.Reply) bool {
+			mac := rep.Mac
+			rep.Mac = nil
+			ok := string(mac) == string(g.Keys.ReplyMAC(int(rep.Replica), id, dom.ReplyBytes(rep)))
+			rep.Mac = mac
+			return ok
+		},
+		SignBytes:       cfg.SignBytes,
+		VerifySignature: g.Keys.VerifyReplicaSig,
+		Window:          g.Window(), InFlight: cfg.InFlight, Timeout: simDuration(cfg.Timeout),
+		MaxEnvelopeCalls: cfg.MaxEnvelopeCalls, MaxEnvelopeBytes: 1 << 16,
+	}, conns, simTime(g.w.now+int64(cfg.Index)))
+	g.Register(id, c)
+	return c
+}
+
+// ID returns the client's id.
+func (c *GroupClient) ID() bft.ClientID { return c.id }
+
+// Core returns the production client core.
+func (c *GroupClient) Core() *client.Core { return c.core }
+
+// Invoke submits one call; done gets its result. It leaves at once if the
+// window allows, else with the next envelope.
+func (c *GroupClient) Invoke(payload []byte, done func(client.Result)) {
+	now := simTime(c.g.w.now)
+	c.core.Submit(payload, now, done)
+	c.core.Flush(now)
+}
+
+// DeliverReply implements ReplySink.
+func (c *GroupClient) DeliverReply(_ *Group, rep *bftpb.Reply) {
+	now := simTime(c.g.w.now)
+	c.core.Deliver(rep, now)
+	c.core.Flush(now)
+}
+
+// Tick runs the core's retransmission timers (C4).
+func (c *GroupClient) Tick() {
+	now := simTime(c.g.w.now)
+	c.core.Tick(now)
+	c.core.Flush(now)
+}
+
+// SimClient is a correct client process running a LogApp workload: callers
+// that append unique tokens to a few shared logs, through a GroupClient.
+type SimClient struct {
+	*GroupClient
+	idx int
 
 	total, issued, accepted int
 	callers                 int
@@ -56,32 +138,8 @@ func (simConn) Close() error                 { return nil }
 // NewSimClient adds a correct client to group g with total calls made by
 // callers concurrent callers, and the given first retransmission timeout.
 func NewSimClient(g *Group, idx, total, callers, inFlight int, timeout int64) *SimClient {
-	id := g.Keys.NewClient(idx)
-	c := &SimClient{g: g, idx: idx, id: id, total: total, callers: callers}
-	conns := make([]client.Conn, g.N)
-	for i := range conns {
-		conns[i] = simConn{g: g, to: i}
-	}
-	sign := g.Keys.ClientSigner(id)
-	dom := g.dom
-	c.core = client.NewCore(client.CoreConfig{
-		ID: id, F: g.F, N: g.N, Domain: *dom,
-		Sign: func(msg []byte) []byte {
-			g.NoteSigned(msg)
-			return sign.Sign(msg)
-		},
-		VerifyReply: func(rep *bftpb.Reply) bool {
-			mac := rep.Mac
-			rep.Mac = nil
-			ok := string(mac) == string(g.Keys.ReplyMAC(int(rep.Replica), id, dom.ReplyBytes(rep)))
-			rep.Mac = mac
-			return ok
-		},
-		Window: g.Window(), InFlight: inFlight, Timeout: simDuration(timeout),
-		MaxEnvelopeCalls: 8, MaxEnvelopeBytes: 1 << 16,
-	}, conns, simTime(g.w.now+int64(idx)))
-	g.Register(id, c)
-	return c
+	gc := NewGroupClient(g, GroupClientConfig{Index: idx, InFlight: inFlight, Timeout: timeout})
+	return &SimClient{GroupClient: gc, idx: idx, total: total, callers: callers}
 }
 
 // Start starts the callers and the client's ticker.
@@ -92,9 +150,7 @@ func (c *SimClient) Start(tickEvery int64) {
 	}
 	var tick func()
 	tick = func() {
-		now := simTime(w.now)
-		c.core.Tick(now)
-		c.core.Flush(now)
+		c.Tick()
 		if !c.Done() {
 			w.After(tickEvery, tick)
 		}
@@ -116,7 +172,7 @@ func (c *SimClient) call() {
 	token := fmt.Sprintf("c%d-%d-%x", c.idx, c.issued, w.rng.Uint32())
 	payload := host.LogAppend(key, []byte(token))
 	start := w.now
-	c.core.Submit(payload, simTime(w.now), func(res client.Result) {
+	c.Invoke(payload, func(res client.Result) {
 		if res.Err != nil {
 			var rej *client.RejectedError
 			switch {
@@ -138,14 +194,6 @@ func (c *SimClient) call() {
 		c.latencies = append(c.latencies, w.now-start)
 		w.After(0, c.call)
 	})
-	c.core.Flush(simTime(w.now))
-}
-
-// DeliverReply implements ReplySink.
-func (c *SimClient) DeliverReply(_ *Group, rep *bftpb.Reply) {
-	now := simTime(c.g.w.now)
-	c.core.Deliver(rep, now)
-	c.core.Flush(now)
 }
 
 // ByzClient is a Byzantine client: under its own admitted key it sends two

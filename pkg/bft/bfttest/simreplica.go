@@ -1,6 +1,7 @@
 package bfttest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -328,8 +329,19 @@ func (n *simNet) Reply(rep *bftpb.Reply, sign [][]byte) {
 		return
 	}
 	if r.behavior != nil {
+		orig := rep.Result
 		if rep = r.behavior.Reply(r, rep); rep == nil {
 			return
+		}
+		// A Byzantine replica signs what it sends: a changed result gets the
+		// signatures the application asks of it, unless the behaviour signs
+		// something else on purpose.
+		if !bytes.Equal(orig, rep.Result) {
+			signing, _ := r.app.(host.Signing)
+			sign = host.SignBytesOf(signing, rep)
+		}
+		if t, ok := r.behavior.(SignTamperer); ok {
+			sign = t.TamperSign(r, rep, sign)
 		}
 	}
 	if sign != nil {
@@ -546,3 +558,18 @@ func (r *SimReplica) describe() string {
 
 // simTime converts simulated microseconds to a time.Time for the client.
 func simTime(us int64) time.Time { return time.Unix(1_700_000_000, us*1000) }
+
+// SignTamperer is a Behavior that also chooses what its replica signs in a
+// reply (signatures on the wrong vote, txn.md's Byzantine replicas).
+type SignTamperer interface {
+	TamperSign(r *SimReplica, rep *bftpb.Reply, sign [][]byte) [][]byte
+}
+
+// App returns the replica's application (nil while down).
+func (r *SimReplica) App() host.Application { return r.app }
+
+// Group returns the replica's group.
+func (r *SimReplica) Group() *Group { return r.g }
+
+// World returns the group's world.
+func (g *Group) World() *World { return g.w }
