@@ -64,6 +64,10 @@ type ReplySink interface {
 type GroupConfig struct {
 	F       int
 	Ed25519 bool
+	// Keys, if set, are the group's keys (made beforehand, e.g. because
+	// other groups' applications check this group's signatures); otherwise
+	// AddGroup makes them.
+	Keys *Keys
 	// Clients is the shared client key registry (nil: a new one).
 	Clients *ClientKeys
 	NewApp  func() host.Application
@@ -81,13 +85,16 @@ func (w *World) AddGroup(gc GroupConfig) *Group {
 	id := len(w.groups)
 	n := 3*gc.F + 1
 	g := &Group{
-		w: w, ID: id, F: gc.F, N: n, Keys: NewGroupKeys(id, n, gc.Ed25519, gc.Clients), newApp: gc.NewApp,
+		w: w, ID: id, F: gc.F, N: n, Keys: gc.Keys, newApp: gc.NewApp,
 		configure: gc.Configure, twins: make(map[int]*SimReplica), clients: make(map[bft.ClientID]ReplySink),
 		agreed: make(map[bft.SeqNum]bft.Digest), cpDigests: make(map[bft.SeqNum][]byte),
 		signed: make(map[string]bool), callResults: make(map[string][]byte), cov: gc.Cov,
 	}
 	if g.cov == nil {
 		g.cov = &Coverage{}
+	}
+	if g.Keys == nil {
+		g.Keys = NewGroupKeys(id, n, gc.Ed25519, gc.Clients)
 	}
 	base := g.coreConfig(0)
 	chk, err := bft.NewChecker(bft.CheckerConfigFrom(base, g.Keys, g.validate))

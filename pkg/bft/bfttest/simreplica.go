@@ -559,6 +559,13 @@ func (r *SimReplica) describe() string {
 // simTime converts simulated microseconds to a time.Time for the client.
 func simTime(us int64) time.Time { return time.Unix(1_700_000_000, us*1000) }
 
+// SimTime converts simulated microseconds to the time.Time the simulated
+// clients see.
+func SimTime(us int64) time.Time { return simTime(us) }
+
+// Tick ticks the replica (its node's clock and its behaviour).
+func (r *SimReplica) Tick() { r.tick() }
+
 // SignTamperer is a Behavior that also chooses what its replica signs in a
 // reply (signatures on the wrong vote, txn.md's Byzantine replicas).
 type SignTamperer interface {

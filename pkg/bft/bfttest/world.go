@@ -222,3 +222,6 @@ func (w *World) Close() {
 		}
 	}
 }
+
+// SetExecLag bounds how long an executor job may take (microseconds).
+func (w *World) SetExecLag(d int64) { w.execLag = d }
