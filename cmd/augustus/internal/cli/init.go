@@ -17,6 +17,7 @@ type initOptions struct {
 	basePort           int
 	host               string
 	clients            int
+	admins             int
 	clientPolicy       string
 	clusterID          string
 	checkpointInterval uint64
@@ -58,6 +59,7 @@ init never overwrites an existing cluster.`,
 	fl.IntVar(&o.basePort, "base-port", def.BasePort, "first port; replica k uses base-port+3k .. base-port+3k+2")
 	fl.StringVar(&o.host, "host", def.Host, "host (name or IP) of every replica address")
 	fl.IntVar(&o.clients, "clients", def.Clients, "number of client keys to create (client0, client1, ...)")
+	fl.IntVar(&o.admins, "admins", def.Admins, "number of admin keys to create (admin0, ...): only their holders may change the partition map and schema (metadata transactions)")
 	fl.StringVar(&o.clientPolicy, "client-policy", def.ClientPolicy, `"listed" (only the clients in cluster.json) or "open" (any client key)`)
 	fl.StringVar(&o.clusterID, "cluster-id", "", "cluster id (default: a random augustus-<hex>)")
 	fl.Uint64Var(&o.checkpointInterval, "checkpoint-interval", cluster.DefaultCheckpointInterval, "K: a checkpoint every K sequence numbers")
@@ -81,7 +83,7 @@ func runInit(out io.Writer, o initOptions) error {
 	}
 	c, err := cluster.Generate(cluster.GenerateOptions{
 		Dir: o.dir, ClusterID: o.clusterID, Groups: o.groups, F: o.f, BasePort: o.basePort,
-		Host: o.host, Clients: o.clients, ClientPolicy: o.clientPolicy,
+		Host: o.host, Clients: o.clients, ClientPolicy: o.clientPolicy, Admins: o.admins,
 	})
 	if err != nil {
 		return err
@@ -103,8 +105,8 @@ func printCluster(out io.Writer, dir string, c *cluster.Cluster) {
 	fmt.Fprintf(out, "Cluster %s in %s:\n", c.ClusterID, dir)
 	fmt.Fprintf(out, "  %s  %d group(s) of %d replicas (f=%d), K=%d, L=%d, W=%d, client policy %q\n",
 		filepath.Join(dir, cluster.FileName), len(c.Groups), n, c.F, c.CheckpointInterval, c.LogWindow, c.ClientWindow, c.ClientPolicy)
-	fmt.Fprintf(out, "  %s  %d replica key(s), %d client key(s) (mode 0600)\n\n",
-		filepath.Join(dir, cluster.KeysDir)+string(filepath.Separator), len(c.Groups)*n, len(c.Clients))
+	fmt.Fprintf(out, "  %s  %d replica key(s), %d client key(s), %d admin key(s) (mode 0600)\n\n",
+		filepath.Join(dir, cluster.KeysDir)+string(filepath.Separator), len(c.Groups)*n, len(c.Clients), len(c.Admins))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  REPLICA\tGROUP\tINDEX\tPEER\tCLIENT\tMETRICS")
 	for _, g := range c.Groups {

@@ -22,13 +22,24 @@ import (
 
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
 	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/txn/partition"
 )
 
 // Applications a replica can run (--app).
 const (
 	appNoop = "noop"
 	appLog  = "log"
+	appTxn  = "txn"
 )
+
+// checkAppName refuses an unknown --app at once.
+func checkAppName(name string) error {
+	switch name {
+	case appLog, appNoop, appTxn:
+		return nil
+	}
+	return fmt.Errorf("--app %q: want %q, %q or %q", name, appTxn, appLog, appNoop)
+}
 
 type replicaOptions struct {
 	dir      string
@@ -52,9 +63,11 @@ client addresses, and serves Prometheus metrics on its metrics address
 (http://METRICS_ADDR/metrics, with the Go and process collectors). SIGINT or
 SIGTERM stop it cleanly; its state survives in --data.
 
-Applications (--app): "log" keeps append-only logs per key (append, read, len;
-what the demo and the process tests use); "noop" executes nothing and returns
-empty results (what "augustus bench --workload noop" measures).`,
+Applications (--app): "txn" is the Augustus transaction engine (short
+transactions across groups; what "augustus txn" and the SQL layer use); "log"
+keeps append-only logs per key (append, read, len; what the demo console and
+the process tests use); "noop" executes nothing and returns empty results
+(what "augustus bench --workload noop" measures).`,
 		Example: `  augustus replica --dir ./cluster --id g0r1
   augustus replica --dir ./cluster --id g0r0 --app noop --log-level debug --pprof 127.0.0.1:6060`,
 		Args: cobra.NoArgs,
@@ -66,7 +79,7 @@ empty results (what "augustus bench --workload noop" measures).`,
 	fl.StringVar(&o.dir, "dir", "", "cluster directory (cluster.json and keys/; required)")
 	fl.StringVar(&o.id, "id", "", "the replica's name in cluster.json, e.g. g0r1 (required)")
 	fl.StringVar(&o.data, "data", "", "data directory of the replica's store (default DIR/data/NAME)")
-	fl.StringVar(&o.app, "app", appLog, `application: "log" or "noop"`)
+	fl.StringVar(&o.app, "app", appLog, `application: "txn", "log" or "noop"`)
 	fl.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (host:port; off by default)")
 	_ = cmd.MarkFlagRequired("dir")
@@ -75,22 +88,37 @@ empty results (what "augustus bench --workload noop" measures).`,
 }
 
 // newApp returns the application named by --app.
-func newApp(name string) (replica.Application, error) {
+// newApp makes the application replica name of cluster c runs.
+func newApp(name string, c *cluster.Cluster, replicaName string, reg prometheus.Registerer, log *slog.Logger) (replica.Application, error) {
 	switch name {
 	case appLog:
 		return replica.LogApp{}, nil
 	case appNoop:
 		return replica.NoopApp{}, nil
+	case appTxn:
+		g, _, err := c.ReplicaID(replicaName)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := partition.ConfigFromCluster(c, g)
+		if err != nil {
+			return nil, fmt.Errorf("--app txn: %w", err)
+		}
+		cfg.Metrics, cfg.Logger = partition.NewMetrics(reg), log
+		e, err := partition.New(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--app txn: %w", err)
+		}
+		return e, nil
 	}
-	return nil, fmt.Errorf("--app %q: want %q or %q", name, appLog, appNoop)
+	return nil, checkAppName(name)
 }
 
 // loadReplicaSetup checks everything a replica needs before it opens its
 // store: the cluster file, its name in it, its key file and the application.
 func loadReplicaSetup(o replicaOptions) (*cluster.Cluster, *cluster.Replica, replica.Config, error) {
 	var cfg replica.Config
-	app, err := newApp(o.app)
-	if err != nil {
+	if err := checkAppName(o.app); err != nil {
 		return nil, nil, cfg, err
 	}
 	c, err := loadClusterDir(o.dir)
@@ -117,7 +145,7 @@ func loadReplicaSetup(o replicaOptions) (*cluster.Cluster, *cluster.Replica, rep
 	if data == "" {
 		data = filepath.Join(o.dir, "data", o.id)
 	}
-	cfg = replica.Config{Cluster: c, Name: o.id, Key: key, DataDir: data, App: app}
+	cfg = replica.Config{Cluster: c, Name: o.id, Key: key, DataDir: data}
 	return c, rep, cfg, nil
 }
 
@@ -135,6 +163,9 @@ func runReplica(ctx context.Context, stderr io.Writer, o replicaOptions) error {
 	cfg.Registerer = reg
 	cfg.Logger = logger // the replica adds its name to every record
 	log := logger.With("replica", o.id)
+	if cfg.App, err = newApp(o.app, cfg.Cluster, o.id, reg, log); err != nil {
+		return err
+	}
 
 	// The metrics address is bound now, so a busy port fails the start at
 	// once, but served only once the replica has restored its state: a

@@ -77,7 +77,7 @@ func TestReplicaStartupErrorsAreClear(t *testing.T) {
 		},
 		"unknown app": {
 			args: []string{"--app", "sql"},
-			want: []string{`--app "sql": want "log" or "noop"`},
+			want: []string{`--app "sql": want "txn", "log" or "noop"`},
 		},
 		"bad log level": {
 			args: []string{"--log-level", "loud"},

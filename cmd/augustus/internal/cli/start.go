@@ -68,7 +68,7 @@ addresses are local (what "augustus init" writes by default).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.dir, "dir", "", "cluster directory written by augustus init (required)")
-	fl.StringVar(&o.app, "app", appLog, `application every replica runs: "log" or "noop"`)
+	fl.StringVar(&o.app, "app", appLog, `application every replica runs: "txn", "log" or "noop"`)
 	fl.StringVar(&o.logLevel, "log-level", "info", "log level of the replicas: debug, info, warn or error")
 	fl.DurationVar(&o.grace, "grace", 10*time.Second, "how long replicas get to stop after SIGTERM before SIGKILL (> 0)")
 	fl.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof on each replica, at 127.0.0.1:6060+k for the k-th replica of the table")
@@ -98,7 +98,7 @@ func checkPositive(flag string, d time.Duration, what string) error {
 }
 
 func runStart(ctx context.Context, stdout, stderr io.Writer, o startOptions) error {
-	if _, err := newApp(o.app); err != nil {
+	if err := checkAppName(o.app); err != nil {
 		return err
 	}
 	if _, err := newLogger(io.Discard, o.logLevel); err != nil {
