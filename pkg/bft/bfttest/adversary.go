@@ -270,6 +270,12 @@ func (r *SimReplica) oldPrePrepare() *bftpb.PrePrepare {
 type Coordination struct {
 	// Victims are the correct replicas they try to split off.
 	Victims []bool
+	// Mode is the shared strategy: "split" (one batch to the victims,
+	// another to the rest, and votes for each on its side), "omit" (both
+	// go silent towards the victims, so the victims depend on each other
+	// and on the rest), or "lie" (both send lying VIEW-CHANGEs and votes for
+	// the victims' batch at once).
+	Mode string
 }
 
 // Coordinated is a faulty replica that acts with the others of its
@@ -285,6 +291,12 @@ type Coordinated struct {
 func (Coordinated) Name() string { return "coordinated" }
 func (c Coordinated) Outgoing(r *SimReplica, to int, m *bftpb.Message) []*bftpb.Message {
 	victim := c.Plan.Victims[to]
+	if c.Plan.Mode == "omit" && victim {
+		return nil
+	}
+	if c.Plan.Mode == "lie" && m.GetViewChange() != nil {
+		return []*bftpb.Message{lyingViewChange(r, m)}
+	}
 	switch b := m.Body.(type) {
 	case *bftpb.Message_PrePrepare:
 		if !victim || b.PrePrepare.Batch == nil || len(b.PrePrepare.Batch.Requests) == 0 {

@@ -14,7 +14,7 @@ import (
 func RandomOptions(seed uint64) Options {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	f := 1
-	if rng.IntN(3) == 0 {
+	if rng.IntN(2) == 0 {
 		f = 2
 	}
 	n := 3*f + 1
@@ -42,8 +42,8 @@ func RandomOptions(seed uint64) Options {
 	opts.Net.DupRate = []float64{0, 0.05}[rng.IntN(2)]
 
 	faulty := rng.IntN(f + 1)
-	if f == 2 && rng.IntN(2) == 0 {
-		faulty = 2 // coordinated or independent pairs often
+	if f == 2 && rng.IntN(10) != 0 {
+		faulty = 2 // f = 2 seeds nearly always have a pair, mostly coordinated
 	}
 	opts.Faulty = make(map[int]Behavior)
 	taken := make([]bool, n)
@@ -60,9 +60,9 @@ func RandomOptions(seed uint64) Options {
 		}
 	}
 	switch {
-	case faulty == 2 && rng.IntN(2) == 0:
+	case faulty == 2 && rng.IntN(4) != 0:
 		// Coordinated: the faulty replicas share victims and act together.
-		plan := &Coordination{Victims: make([]bool, n)}
+		plan := &Coordination{Victims: make([]bool, n), Mode: []string{"split", "omit", "lie"}[rng.IntN(3)]}
 		for i := 0; i < 2; i++ {
 			opts.Faulty[pick(i == 0)] = Coordinated{Plan: plan}
 		}
