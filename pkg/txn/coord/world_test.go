@@ -616,4 +616,3 @@ func (c *wclient) abandon(b *txn.Builder, nonce uint64) (*txn.Txn, txn.TxnID) {
 	}
 	return t, id
 }
-
