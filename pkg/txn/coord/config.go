@@ -71,6 +71,11 @@ type Tuning struct {
 	// MaxRecoveryPolls bounds the polls of a recovery that meets a queued
 	// metadata transaction. Default 32.
 	MaxRecoveryPolls int
+	// ReportAtDecision reports a multi-group transaction's outcome to the
+	// caller as soon as it is decided, instead of once every group
+	// acknowledged it (K3): one round trip sooner, but the caller's next
+	// transaction may then conflict with the locks of this one.
+	ReportAtDecision bool
 }
 
 // DefaultTuning returns the defaults.

@@ -46,8 +46,8 @@ type run struct {
 	cert      *txn.Certificate
 	rejected  error // a group rejected the transaction (T4)
 	decidedAt time.Time
-	// onDecide is called once, when the outcome is known (a caller's
-	// attempt, a map refresh).
+	// onDecide is called once, when the outcome is to be reported (a
+	// caller's attempt, a map refresh): see report.
 	onDecide func(*run)
 
 	stuck    bool   // no correct group answers this way: see stick
@@ -300,6 +300,18 @@ func (r *run) setOutcome(d txn.Decision, by int) {
 	if o := r.c.cfg.Observer; o != nil {
 		o.Decided(r.id, d, !r.owner)
 	}
+	if r.c.cfg.Tuning.ReportAtDecision || !r.t.MultiGroup() {
+		r.report()
+	}
+}
+
+// report tells the caller the outcome (K3). By default a multi-group
+// transaction is reported once every group acknowledged its termination:
+// the caller's next transaction then never meets the locks of its previous
+// one, and a retry never conflicts with the attempt it replaces — at the
+// price of one round trip, which Tuning.ReportAtDecision saves. The proofs
+// follow in the background either way.
+func (r *run) report() {
 	if f := r.onDecide; f != nil {
 		r.onDecide = nil
 		f(r)
@@ -358,6 +370,7 @@ func (r *run) terminate() {
 		// No certificate: a rejection decided. Groups that rejected the
 		// transaction recorded nothing; one that voted commit holds it
 		// pending, and no certificate can terminate it.
+		r.report()
 		for i := range r.parts {
 			if r.parts[i].state == partVoted {
 				r.stick("rejected_after_commit_vote", i)
@@ -372,6 +385,7 @@ func (r *run) terminate() {
 			return
 		}
 	}
+	r.report()
 	if !r.owner || r.t.ReadOnly() {
 		r.finish()
 		return
@@ -490,6 +504,7 @@ func (r *run) onProof(i int, res client.Result) {
 // and the anomaly is counted and logged.
 func (r *run) stick(why string, i int) {
 	r.stuck = true
+	r.report()
 	r.c.anomaly(why, "group", r.parts[i].g, "txn", r.id, "nonce", r.nonce, "owner", r.owner)
 	if !r.owner {
 		r.end("failed")
@@ -507,11 +522,10 @@ func (r *run) abandon(err error) {
 		return
 	}
 	r.stuck = true
-	if f := r.onDecide; f != nil && !r.decided {
-		r.onDecide = nil
+	if !r.decided {
 		r.rejected = err
-		f(r)
 	}
+	r.report()
 }
 
 // end finishes a recoverer's run with a result.
@@ -526,6 +540,7 @@ func (r *run) finish() {
 		return
 	}
 	r.finished = true
+	r.report()
 	for _, cancel := range r.timers {
 		cancel()
 	}

@@ -60,6 +60,20 @@ type world struct {
 	minDelay, maxDelay time.Duration
 	drop               float64
 	clients            []*wclient
+	// cut drops every message to and from these clients (by id): a
+	// partitioned or crashed process.
+	cut map[string]bool
+	// calls logs every call the groups executed, in order.
+	calls []callRec
+}
+
+// callRec is one call a group executed.
+type callRec struct {
+	at      time.Time
+	g       bft.GroupID
+	client  bft.ClientID
+	kind    txn.CallKind
+	payload []byte
 }
 
 type event struct {
@@ -150,12 +164,14 @@ var (
 	k1b = []byte{0x91, 'y'}
 )
 
-func newWorld(t testing.TB, nGroups int, seed uint64) *world {
+// newWorld builds nGroups groups of four replicas; opts adjust the world
+// (limits, partition map) before the groups start.
+func newWorld(t testing.TB, nGroups int, seed uint64, opts ...func(*world)) *world {
 	t.Helper()
 	w := &world{
 		t: t, now: time.Unix(1_000_000, 0), rng: rand.New(rand.NewPCG(seed, 7)),
 		privs: map[bft.GroupID][]ed25519.PrivateKey{}, limits: txn.DefaultLimits(),
-		minDelay: time.Millisecond, maxDelay: 3 * time.Millisecond,
+		minDelay: time.Millisecond, maxDelay: 3 * time.Millisecond, cut: map[string]bool{},
 	}
 	pubs := map[bft.GroupID][]ed25519.PublicKey{}
 	sb := byte(1)
@@ -174,6 +190,9 @@ func newWorld(t testing.TB, nGroups int, seed uint64) *world {
 	w.dom = w.keys.Domain()
 	w.pmap, err = oracle.FromCluster(&cluster.Cluster{Partitions: cluster.SplitFirstByte(nGroups)})
 	require.NoError(t, err)
+	for _, o := range opts {
+		o(w)
+	}
 	for g := range nGroups {
 		gr := &wgroup{w: w, id: bft.GroupID(g), bdom: bft.NewDomain(worldCluster, bft.GroupID(g)),
 			ordered: map[reqKey]bool{}, low: map[string]uint64{}}
@@ -279,6 +298,9 @@ func (g *wgroup) order(req *bftpb.Request) {
 	}
 	g.low[k.client] = max(g.low[k.client], req.Low)
 	g.ordered[k] = true
+	if debugWorld {
+		fmt.Printf("%s order g%d client %x ts %d low %d\n", g.w.now.Format("05.000000"), g.id, []byte(req.Client)[:2], req.Timestamp, req.Low)
+	}
 	if err := host.ValidatePayload(g.replicas[0].eng, req.Payload); err != nil {
 		for _, r := range g.replicas {
 			rep := host.Rejection(&g.bdom, bft.ReplicaID(r.idx), req, err)
@@ -297,6 +319,7 @@ func (g *wgroup) order(req *bftpb.Request) {
 		}
 		if len(p) > 0 {
 			g.executed[txn.CallKind(p[0])]++
+			g.w.calls = append(g.w.calls, callRec{at: g.w.now, g: g.id, client: bft.ClientID(req.Client), kind: txn.CallKind(p[0]), payload: p})
 		}
 	}
 	g.seq++
@@ -339,7 +362,7 @@ func (g *wgroup) send(r *wreplica, rep *bftpb.Reply) {
 			return
 		}
 	}
-	if w.lost() {
+	if w.lost() || w.cut[string(rep.Client)] {
 		return
 	}
 	var c *wclient
@@ -398,6 +421,7 @@ type wclient struct {
 	// stopTick stops the group clients' ticker.
 	stopTick func()
 	started  bool
+	rawOnly  bool
 }
 
 // newClient adds a client process with the key of seed; with a coordinator
@@ -411,6 +435,16 @@ func (w *world) newClient(seed byte, configure func(*Config)) *wclient {
 	if configure != nil {
 		configure(&c.cfg)
 	}
+	c.boot()
+	return c
+}
+
+// newRaw adds a client process without a coordinator: a Byzantine or
+// hand-driven owner that sends calls with raw.
+func (w *world) newRaw(seed byte) *wclient {
+	c := &wclient{w: w, priv: seedKey(seed), rawOnly: true}
+	c.id = bft.ClientID(c.priv.Public().(ed25519.PublicKey))
+	w.clients = append(w.clients, c)
 	c.boot()
 	return c
 }
@@ -459,6 +493,9 @@ func (c *wclient) boot() {
 	}
 	w.after(10*time.Millisecond, tick)
 	c.stopTick = func() { stopped = true }
+	if c.rawOnly {
+		return
+	}
 	var err error
 	c.core, err = NewCore(c.cfg, (*wenv)(c))
 	require.NoError(w.t, err)
@@ -487,7 +524,7 @@ type wconn struct {
 
 func (cn wconn) Send(r *bftpb.Request) bool {
 	w := cn.g.w
-	if w.lost() {
+	if w.lost() || w.cut[string(r.Client)] {
 		return true
 	}
 	w.after(w.delay(), func() { cn.g.receive(cn.to, r) })
@@ -547,7 +584,13 @@ func (c *wclient) start(b *txn.Builder, opts Options) *outcome {
 // do runs a transaction to its outcome.
 func (c *wclient) do(b *txn.Builder) (*Result, error) {
 	c.w.t.Helper()
-	o := c.start(b, Options{})
+	return c.doWith(b, Options{})
+}
+
+// doWith runs a transaction with options to its outcome.
+func (c *wclient) doWith(b *txn.Builder, opts Options) (*Result, error) {
+	c.w.t.Helper()
+	o := c.start(b, opts)
 	c.w.runUntil("transaction outcome", time.Minute, func() bool { return o.done })
 	return o.res, o.err
 }
@@ -558,6 +601,23 @@ func (w *world) settle() {
 	w.runUntil("every client idle", 5*time.Minute, func() bool {
 		for _, c := range w.clients {
 			if c.core != nil && !c.core.Idle() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// settleOwn runs until every client's own transactions are finished
+// (recoveries waiting for their grace period aside).
+func (w *world) settleOwn() {
+	w.t.Helper()
+	w.runUntil("every client's transactions finished", 5*time.Minute, func() bool {
+		for _, c := range w.clients {
+			if c.core == nil {
+				continue
+			}
+			if s := c.core.Stats(); s.Requests+s.Unfinished+s.Waiting > 0 {
 				return false
 			}
 		}
@@ -616,3 +676,4 @@ func (c *wclient) abandon(b *txn.Builder, nonce uint64) (*txn.Txn, txn.TxnID) {
 	}
 	return t, id
 }
+var debugWorld = false
