@@ -676,4 +676,5 @@ func (c *wclient) abandon(b *txn.Builder, nonce uint64) (*txn.Txn, txn.TxnID) {
 	}
 	return t, id
 }
+
 var debugWorld = false
