@@ -52,10 +52,11 @@ type Config struct {
 type Tuning struct {
 	// MaxRetries bounds the retries of a transaction that aborts on a
 	// conflict (K5); Options.MaxRetries overrides it per transaction.
-	// Default 8.
+	// Default 8; negative: none.
 	MaxRetries int
 	// MaxRefreshes bounds the retries after stale-metadata and wrong-groups
-	// votes (K1), each after refreshing the partition map. Default 8.
+	// votes (K1), each after refreshing the partition map. Default 8;
+	// negative: none.
 	MaxRefreshes int
 	// BackoffBase and BackoffMax shape the jittered exponential back-off
 	// before retry k: a uniform draw from [0, min(BackoffMax, BackoffBase·2^k)]
