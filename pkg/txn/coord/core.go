@@ -146,10 +146,11 @@ func (c *Core) Stats() Stats {
 	}
 }
 
-// Idle reports whether the core has nothing left to do: no caller's
-// transaction, none of its own unfinished, no recovery running.
+// Idle reports whether the core has nothing left to do: no start-up query
+// running, no caller's transaction, none of its own unfinished, no recovery
+// running.
 func (c *Core) Idle() bool {
-	return len(c.requests) == 0 && len(c.unfinished) == 0 && len(c.recoveries) == 0 && len(c.waiting) == 0
+	return c.startup == nil && len(c.requests) == 0 && len(c.unfinished) == 0 && len(c.recoveries) == 0 && len(c.waiting) == 0
 }
 
 // Map returns the partition map held and its metadata version (K1).

@@ -87,15 +87,38 @@ func (c *wclient) sigsOf(g bft.GroupID, res client.Result) txn.GroupSigs {
 	return *gs
 }
 
-// record returns an owner's record of nonce at group g, or nil.
+// record returns an owner's record of nonce at group g, or nil. A crashed
+// client is inspected by a short-lived process with its key.
 func (c *wclient) record(g bft.GroupID, nonce uint64) *txn.QueryRecord {
-	q := c.query(g)
+	q := c.inspector().query(g)
 	for i := range q.Records {
 		if q.Records[i].Nonce == nonce {
 			return &q.Records[i]
 		}
 	}
 	return nil
+}
+
+// inspector returns c, or, if c crashed, a raw process with c's key that
+// goes away after one use.
+func (c *wclient) inspector() *wclient {
+	if len(c.cores) > 0 {
+		return c
+	}
+	w := c.w
+	x := &wclient{w: w, priv: c.priv, id: c.id, rawOnly: true}
+	w.clients = append(w.clients, x)
+	x.boot()
+	x.onceDone = func() {
+		x.crash()
+		for i, cl := range w.clients {
+			if cl == x {
+				w.clients = append(w.clients[:i], w.clients[i+1:]...)
+				break
+			}
+		}
+	}
+	return x
 }
 
 func counter(t testing.TB, m *Metrics, vec string, labels ...string) float64 {

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -365,7 +366,7 @@ func (g *wgroup) send(r *wreplica, rep *bftpb.Reply) {
 	if w.lost() || w.cut[string(rep.Client)] {
 		return
 	}
-	var c *wclient
+	var c *wclient // the latest process with this key
 	for _, cl := range w.clients {
 		if string(cl.id) == string(rep.Client) {
 			c = cl
@@ -422,6 +423,13 @@ type wclient struct {
 	stopTick func()
 	started  bool
 	rawOnly  bool
+	// mangle, if set, rewrites the results the group client accepted before
+	// the core sees them: a group with more than f faulty replicas, or a
+	// broken Env.
+	mangle func(g bft.GroupID, res *client.Result)
+	// onceDone, if set, runs after the next raw call (a short-lived
+	// inspector process).
+	onceDone func()
 }
 
 // newClient adds a client process with the key of seed; with a coordinator
@@ -523,6 +531,9 @@ type wconn struct {
 }
 
 func (cn wconn) Send(r *bftpb.Request) bool {
+	if debugWorld {
+		fmt.Printf("%s send g%d to %d client %x ts %d cut %v\n", cn.g.w.now.Format("05.000000"), cn.g.id, cn.to, []byte(r.Client)[:2], r.Timestamp, cn.g.w.cut[string(r.Client)])
+	}
 	w := cn.g.w
 	if w.lost() || w.cut[string(r.Client)] {
 		return true
@@ -546,6 +557,9 @@ func (e *wenv) Invoke(g bft.GroupID, payload []byte, done func(client.Result)) {
 		// Client posts them to its loop).
 		w.after(0, func() {
 			if c.gen == gen {
+				if c.mangle != nil {
+					c.mangle(g, &res)
+				}
 				done(res)
 			}
 		})
@@ -569,6 +583,7 @@ func (e *wenv) Now() time.Time { return e.w.now }
 
 // outcome is what a caller got.
 type outcome struct {
+	h    Handle
 	done bool
 	res  *Result
 	err  error
@@ -577,7 +592,10 @@ type outcome struct {
 // start starts a transaction at a correct client.
 func (c *wclient) start(b *txn.Builder, opts Options) *outcome {
 	o := &outcome{}
-	c.core.Start(b.Ops(), opts, func(res *Result, err error) { o.done, o.res, o.err = true, res, err })
+	o.h = c.core.Start(b.Ops(), opts, func(res *Result, err error) {
+		require.False(c.w.t, o.done, "done called twice")
+		o.done, o.res, o.err = true, res, err
+	})
 	return o
 }
 
@@ -617,7 +635,7 @@ func (w *world) settleOwn() {
 			if c.core == nil {
 				continue
 			}
-			if s := c.core.Stats(); s.Requests+s.Unfinished+s.Waiting > 0 {
+			if s := c.core.Stats(); !s.Ready || s.Requests+s.Unfinished+s.Waiting > 0 {
 				return false
 			}
 		}
@@ -632,6 +650,10 @@ func (c *wclient) raw(g bft.GroupID, payload []byte) client.Result {
 	var got *client.Result
 	(*wenv)(c).Invoke(g, payload, func(res client.Result) { got = &res })
 	c.w.runUntil("raw call", time.Minute, func() bool { return got != nil })
+	if f := c.onceDone; f != nil {
+		c.onceDone = nil
+		f()
+	}
 	return *got
 }
 
@@ -677,4 +699,5 @@ func (c *wclient) abandon(b *txn.Builder, nonce uint64) (*txn.Txn, txn.TxnID) {
 	return t, id
 }
 
-var debugWorld = false
+// debugWorld prints every envelope sent and ordered.
+var debugWorld = os.Getenv("COORD_WORLD_DEBUG") != ""
