@@ -12,7 +12,7 @@ FUZZTIME  ?= 10s
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 
-.PHONY: help build test e2e lint proto bench demo clean sim fuzz
+.PHONY: help build test e2e lint proto bench demo clean sim sim-txn fuzz mutate
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,10 @@ bench: ## micro-benchmarks of storage and the PBFT core
 
 sim: ## run SEEDS seeds of the PBFT simulator, print violations and coverage (make sim SEEDS=100000 [FIRST_SEED=1])
 	@set -o pipefail; $(GO) test -count=1 -timeout 0 -tags invariants -v -run '^TestSimulationSeeds$$' ./pkg/bft/bfttest/ \
+	  -args -seeds=$(SEEDS) -first-seed=$(FIRST_SEED) -v-sim 2>&1 | grep -v -E '^(=== RUN|--- PASS|PASS)'
+
+sim-txn: ## run SEEDS seeds of the transaction simulator: seeds, transactions checked, anomalies (make sim-txn SEEDS=20000 [FIRST_SEED=1])
+	@set -o pipefail; $(GO) test -count=1 -timeout 0 -tags invariants -v -run '^TestTxnSimulationSeeds$$' ./pkg/txn/txntest/ \
 	  -args -seeds=$(SEEDS) -first-seed=$(FIRST_SEED) -v-sim 2>&1 | grep -v -E '^(=== RUN|--- PASS|PASS)'
 
 fuzz: ## fuzz every decoder of network bytes for FUZZTIME each (make fuzz FUZZTIME=1m)

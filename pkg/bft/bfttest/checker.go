@@ -61,14 +61,18 @@ func (r *SimReplica) checkExecutions(job *host.Job, res *host.JobResult) {
 				g.w.Violation("exactly-once: %s executed %v ts %d at seq %d and again at seq %d", r.name(), key.client, key.ts, s, ex.Seq)
 			}
 			r.executed[key] = ex.Seq
-			g.recordResults(req.Payload, res.Results[i][j])
+			g.recordResults(key.client, key.ts, req.Payload, res.Results[i][j])
 		}
 	}
 }
 
-// recordResults remembers, per call, the result correct replicas computed,
-// keyed by the call's bytes (the workload makes every call unique).
-func (g *Group) recordResults(payload, result []byte) {
+// recordResults remembers, per call, the result correct replicas computed:
+// keyed by the call's identity (client, timestamp, position) for agreement,
+// and by the call's bytes for checkAccepted when the workload makes every
+// call unique (SimClient's LogApp tokens; a transaction re-sent for recovery
+// is the same call with another answer, E1, so the transaction simulator
+// turns that off).
+func (g *Group) recordResults(client bft.ClientID, ts uint64, payload, result []byte) {
 	calls, err := envelope.DecodeCalls(payload)
 	if err != nil {
 		return
@@ -79,6 +83,15 @@ func (g *Group) recordResults(payload, result []byte) {
 		return
 	}
 	for i, c := range calls {
+		id := callID{client, ts, i}
+		if prev, ok := g.byCall[id]; ok && !bytes.Equal(prev, results[i]) {
+			g.w.Violation("agreement: correct replicas computed %x and %x for call %d of %v ts %d", prev, results[i], i, client, ts)
+		} else if !ok {
+			g.byCall[id] = results[i]
+		}
+		if !g.uniqueCalls {
+			continue
+		}
 		k := string(c)
 		if prev, ok := g.callResults[k]; ok && !bytes.Equal(prev, results[i]) {
 			g.w.Violation("agreement: correct replicas computed %x and %x for one call", prev, results[i])
@@ -86,6 +99,12 @@ func (g *Group) recordResults(payload, result []byte) {
 			g.callResults[k] = results[i]
 		}
 	}
+}
+
+type callID struct {
+	client bft.ClientID
+	ts     uint64
+	i      int
 }
 
 // checkAccepted: a client accepts only a result correct replicas computed.

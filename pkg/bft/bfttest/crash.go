@@ -39,6 +39,10 @@ func (p *CrashPlan) schedule(r *SimReplica) {
 	}
 }
 
+// SchedulePowerCut cuts the power of every replica of every group at one
+// moment before the heal.
+func (w *World) SchedulePowerCut() { w.schedulePowerCut() }
+
 // schedulePowerCut cuts the power of every replica of every group at one
 // moment before the heal, and restarts them one by one.
 func (w *World) schedulePowerCut() {

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -95,7 +96,9 @@ func sign(kp keyPair, ed bool, msg []byte) []byte {
 	if ed {
 		return ed25519.Sign(kp.priv, msg)
 	}
-	m := hmac.New(sha256.New, kp.secret)
+	// 64 bytes, the size of an Ed25519 signature: formats with fixed-size
+	// signature fields (the transaction layer's certificates) carry it.
+	m := hmac.New(sha512.New, kp.secret)
 	m.Write(msg)
 	return m.Sum(nil)
 }

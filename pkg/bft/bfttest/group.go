@@ -42,6 +42,8 @@ type Group struct {
 	// callResults holds, per call identity the workload chose, the result
 	// correct replicas computed; clients compare what they accept.
 	callResults map[string][]byte
+	byCall      map[callID][]byte
+	uniqueCalls bool
 	cov         *Coverage
 	// issuedList holds signed requests for replays and for Byzantine
 	// replicas that build valid batches.
@@ -77,6 +79,10 @@ type GroupConfig struct {
 	Faulty map[int]Behavior
 	// Twins, if >= 0, runs that slot as two instances with one key.
 	Twins int
+	// RepeatedCalls: the workload sends the same call bytes more than once
+	// (transactions re-sent for recovery), so results are compared per call
+	// identity only.
+	RepeatedCalls bool
 	Cov   *Coverage
 }
 
@@ -88,7 +94,8 @@ func (w *World) AddGroup(gc GroupConfig) *Group {
 		w: w, ID: id, F: gc.F, N: n, Keys: gc.Keys, newApp: gc.NewApp,
 		configure: gc.Configure, twins: make(map[int]*SimReplica), clients: make(map[bft.ClientID]ReplySink),
 		agreed: make(map[bft.SeqNum]bft.Digest), cpDigests: make(map[bft.SeqNum][]byte),
-		signed: make(map[string]bool), callResults: make(map[string][]byte), cov: gc.Cov,
+		signed: make(map[string]bool), callResults: make(map[string][]byte), byCall: make(map[callID][]byte),
+		uniqueCalls: !gc.RepeatedCalls, cov: gc.Cov,
 	}
 	if g.cov == nil {
 		g.cov = &Coverage{}

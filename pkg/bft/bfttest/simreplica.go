@@ -580,3 +580,18 @@ func (r *SimReplica) Group() *Group { return r.g }
 
 // World returns the group's world.
 func (g *Group) World() *World { return g.w }
+
+// Correct reports whether the replica follows the protocol (crashes are
+// benign).
+func (r *SimReplica) Correct() bool { return r.correct() }
+
+// Idle reports whether its executor has nothing to run.
+func (r *SimReplica) Idle() bool { return !r.busy && len(r.jobs) == 0 }
+
+// SetCrashPlan makes the replica crash and restart by plan (a correct
+// replica stays correct: crashes are benign) and schedules its plain
+// crashes.
+func (r *SimReplica) SetCrashPlan(p CrashPlan) {
+	r.plan = &p
+	p.schedule(r)
+}

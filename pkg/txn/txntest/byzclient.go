@@ -21,6 +21,11 @@ type ByzClient struct {
 	idx   int
 	nonce uint64
 	keys  func() [][]byte // the workload's keys, to conflict with
+	// own are the keys Byzantine clients write (one per group): their
+	// writes are garbage the correct workload must never read, so they go
+	// there, while their reads of the workload's keys make correct writers
+	// conflict with them (K4).
+	own [][]byte
 	// seen are transactions and certificates it observed (its own), to
 	// replay.
 	seen  [][]byte
@@ -36,7 +41,7 @@ var ByzKinds = []string{"abandon", "partial", "nonmatching", "second-id", "beyon
 
 // NewByzClient connects a Byzantine client with key index idx.
 func NewByzClient(c *Cluster, idx int, keys func() [][]byte) *ByzClient {
-	return &ByzClient{c: c, conns: c.Connect(idx, 4, 500_000), idx: idx, nonce: 1, keys: keys, Actions: map[string]int{}}
+	return &ByzClient{c: c, conns: c.Connect(idx, 4, 500_000), idx: idx, nonce: 1, keys: keys, own: ByzKeys(c), Actions: map[string]int{}}
 }
 
 // Conns returns its connections (ticked by the simulation).
@@ -56,18 +61,44 @@ func (b *ByzClient) build(ops []txn.Op, nonce, watermark uint64) (*txn.Txn, []by
 	return t, t.Encode()
 }
 
-// writeOps writes 1–3 workload keys (usually in several groups).
+// ByzKeys are the keys Byzantine clients write: one per group.
+func ByzKeys(c *Cluster) [][]byte {
+	n := len(c.Groups)
+	var out [][]byte
+	for g := 0; g < n; g++ {
+		out = append(out, GroupKey(g, n, "zz-byzantine"))
+	}
+	return out
+}
+
+// writeOps writes garbage to one or two Byzantine keys and reads one to
+// three workload keys (usually in several groups): a pending one holds W
+// locks on its own keys and R locks the correct writers conflict with.
 func (b *ByzClient) writeOps() []txn.Op {
-	keys := b.keys()
 	var ops []txn.Op
 	used := map[string]bool{}
+	for i := 0; i < 1+b.rng().IntN(2); i++ {
+		k := b.own[b.rng().IntN(len(b.own))]
+		if used[string(k)] {
+			continue
+		}
+		used[string(k)] = true
+		// write or insert: one of them fails (key exists or not found), a
+		// deterministic abort vote; both are what a client may send.
+		kind := txn.OpWrite
+		if b.rng().IntN(2) == 0 {
+			kind = txn.OpInsert
+		}
+		ops = append(ops, txn.Op{Kind: kind, Key: k, Value: []byte(fmt.Sprintf("byz-%d-%d", b.idx, b.nonce))})
+	}
+	keys := b.keys()
 	for i := 0; i < 1+b.rng().IntN(3) && len(keys) > 0; i++ {
 		k := keys[b.rng().IntN(len(keys))]
 		if used[string(k)] {
 			continue
 		}
 		used[string(k)] = true
-		ops = append(ops, txn.Op{Kind: txn.OpWrite, Key: k, Value: []byte(fmt.Sprintf("byz-%d-%d", b.idx, b.nonce))})
+		ops = append(ops, txn.Op{Kind: txn.OpRead, Key: k})
 	}
 	return ops
 }

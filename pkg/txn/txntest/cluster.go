@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/augustus-db/augustus/pkg/bft"
@@ -106,7 +107,7 @@ func NewCluster(cc ClusterConfig) (*Cluster, error) {
 			return e
 		}
 		grp := w.AddGroup(bfttest.GroupConfig{F: cc.F, Keys: groupKeys[g], Clients: c.Clients, NewApp: newApp,
-			Faulty: cc.Faulty[g], Twins: -1, Cov: cc.Cov})
+			Faulty: cc.Faulty[g], Twins: -1, Cov: cc.Cov, RepeatedCalls: true})
 		c.Groups = append(c.Groups, grp)
 	}
 	return c, nil
@@ -166,8 +167,29 @@ func (cs *Conns) Group(g bft.GroupID) *bfttest.GroupClient { return cs.groups[g]
 
 // Invoke sends one call to group g.
 func (cs *Conns) Invoke(g bft.GroupID, payload []byte, done func(client.Result)) {
+	if debugCalls {
+		call, _ := txn.DecodeCall(payload)
+		id := txn.TxnID{}
+		if call != nil && call.Txn != nil {
+			id = txn.ID(ClusterID, call.Txn)
+		}
+		cs.c.W.Tracef("client %x -> g%d: %s %v", cs.ID()[:2], g, call.Kind, id)
+		inner := done
+		done = func(r client.Result) {
+			res, _ := txn.DecodeResult(r.Value)
+			var verr error
+			if res != nil && len(r.Sigs) > 0 {
+				gs := groupSigs(g, r.Sigs)
+				verr = cs.c.Keys.VerifyVotes(res.ID, res.Decision, &gs)
+			}
+			cs.c.W.Tracef("client %x <- g%d: %v err=%v sigs=%d verify=%v", cs.ID()[:2], g, res, r.Err, len(r.Sigs), verr)
+			inner(r)
+		}
+	}
 	cs.groups[g].Invoke(payload, done)
 }
+
+var debugCalls = os.Getenv("TXNSIM_CALLS") != ""
 
 // Tick runs the group clients' retransmission timers.
 func (cs *Conns) Tick() {
