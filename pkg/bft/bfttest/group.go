@@ -83,7 +83,7 @@ type GroupConfig struct {
 	// (transactions re-sent for recovery), so results are compared per call
 	// identity only.
 	RepeatedCalls bool
-	Cov   *Coverage
+	Cov           *Coverage
 }
 
 // AddGroup adds a group of 3f+1 replicas to the world; Start starts them.

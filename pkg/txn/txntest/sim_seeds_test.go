@@ -27,8 +27,8 @@ func TestTxnSimulationSeeds(t *testing.T) {
 	start := time.Now()
 	seeds := make(chan uint64)
 	var (
-		mu                                                   sync.Mutex
-		failures                                             []Result
+		mu                                                               sync.Mutex
+		failures                                                         []Result
 		runs, txns, committed, checked, anomalies, abandoned, recoveries int
 	)
 	var wg sync.WaitGroup
