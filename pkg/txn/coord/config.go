@@ -138,7 +138,10 @@ type Observer interface {
 	// Decided: the outcome of t is known to this client (it holds a
 	// certificate, or the owner's release decides a read-only transaction,
 	// or a single group voted). recovered is set when this client decided
-	// another owner's transaction (K4).
+	// another owner's transaction (K4) from recorded votes (a recovery that
+	// meets a group which can no longer vote — E2's stale nonce, second id
+	// or window aborts — terminates the transaction where it is pending
+	// but learns nothing of its outcome, and is not reported).
 	Decided(id txn.TxnID, outcome txn.Decision, recovered bool)
 	// Finished: the owner's transaction with this nonce is terminated in
 	// every group and proven where W2 needs it: the watermark may pass it.

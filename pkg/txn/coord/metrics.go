@@ -18,8 +18,9 @@ type Metrics struct {
 	// Retries counts retries, by the reason that caused them (K1, K5).
 	Retries *prometheus.CounterVec
 	// Recoveries counts recoveries of other owners' transactions (K4), by
-	// result: "committed", "aborted", "gone" (no record: already
-	// terminated), "failed".
+	// result: "committed", "aborted", "gone" (no record at the naming group:
+	// already terminated and forgotten), "raced" (its owner or another
+	// client finished it meanwhile), "failed".
 	Recoveries *prometheus.CounterVec
 	// Refreshes counts partition-map refreshes (K1).
 	Refreshes prometheus.Counter

@@ -39,6 +39,7 @@ type run struct {
 	parts   []part // one per declared group, in group order
 	from    int    // recoverer: the part whose group named the transaction
 	relayed bool   // recoverer: the relays are out
+	raced   bool   // recoverer: a group had terminated or forgotten it already
 
 	decided   bool
 	outcome   txn.Decision
@@ -297,7 +298,7 @@ func (r *run) setOutcome(d txn.Decision, by int) {
 			r.cert = &txn.Certificate{Decision: txn.Abort, Parts: []txn.GroupSigs{*r.parts[by].sigs}}
 		}
 	}
-	if o := r.c.cfg.Observer; o != nil {
+	if o := r.c.cfg.Observer; o != nil && !r.staleAbort() {
 		o.Decided(r.id, d, !r.owner)
 	}
 	if r.c.cfg.Tuning.ReportAtDecision || !r.t.MultiGroup() {
@@ -316,6 +317,23 @@ func (r *run) report() {
 		r.onDecide = nil
 		f(r)
 	}
+}
+
+// staleAbort reports whether a recoverer decided on an abort that E2 gives
+// without recording it (stale nonce, second id, beyond the window): the
+// group can no longer vote on the transaction, so it must abort wherever it
+// is still pending — but it may have terminated long ago, with either
+// outcome, where it is not (its owner finished it and the watermark passed
+// it). Such a decision terminates, but says nothing about the outcome.
+func (r *run) staleAbort() bool {
+	if r.owner || r.decider < 0 {
+		return false
+	}
+	switch r.parts[r.decider].vote.Reason {
+	case txn.ReasonStaleNonce, txn.ReasonSecondID, txn.ReasonBeyondWindow:
+		return true
+	}
+	return false
 }
 
 // abortVote returns the abort that decided an aborted run (nil if a
@@ -455,6 +473,18 @@ func (r *run) onTerm(i int, res client.Result) {
 		}
 		return
 	}
+	if !r.owner && (out.Kind == txn.ResultAck && out.Decision != r.outcome ||
+		out.Kind == txn.ResultRefusal && out.Code == txn.RefuseVoteMismatch) {
+		// A recoverer races the owner and other recoverers: the group
+		// terminated the transaction otherwise, or forgot it (its record
+		// went once the owner proved it and its watermark passed it, W2) and
+		// so denies the vote the certificate claims. Either way it holds
+		// nothing: nothing more to do there.
+		p.termDone = true
+		r.raced = true
+		r.step()
+		return
+	}
 	switch {
 	case out.Kind == txn.ResultAck && out.Decision == r.outcome:
 		if r.cert != nil {
@@ -546,11 +576,14 @@ func (r *run) finish() {
 	}
 	r.timers = nil
 	if !r.owner {
-		if r.result == "" {
+		switch {
+		case r.result != "":
+		case r.raced || r.staleAbort():
+			r.result = "raced"
+		case r.outcome == txn.Abort:
+			r.result = "aborted"
+		default:
 			r.result = "committed"
-			if r.outcome == txn.Abort {
-				r.result = "aborted"
-			}
 		}
 		r.c.recoveryFinished(r)
 		return

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"crypto/ed25519"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -439,7 +440,7 @@ func (w *world) newClient(seed byte, configure func(*Config)) *wclient {
 	c.id = bft.ClientID(c.priv.Public().(ed25519.PublicKey))
 	w.clients = append(w.clients, c)
 	c.cfg = Config{Owner: c.id, Keys: w.keys, Map: w.pmap, Limits: w.limits, Seed: uint64(seed),
-		Tuning: Tuning{RecoveryGrace: 50 * time.Millisecond}}
+		Tuning: Tuning{RecoveryGrace: 50 * time.Millisecond}, Logger: debugLogger}
 	if configure != nil {
 		configure(&c.cfg)
 	}
@@ -698,6 +699,9 @@ func (c *wclient) abandon(b *txn.Builder, nonce uint64) (*txn.Txn, txn.TxnID) {
 	}
 	return t, id
 }
+
+// debugLogger, if set, receives the cores' logs.
+var debugLogger *slog.Logger
 
 // debugWorld prints every envelope sent and ordered.
 var debugWorld = os.Getenv("COORD_WORLD_DEBUG") != ""
