@@ -61,7 +61,7 @@ func (e *echoEnv) Invoke(g bft.GroupID, payload []byte, done func(client.Result)
 }
 
 func (e *echoEnv) AfterFunc(time.Duration, func()) func() { return func() {} }
-func (e *echoEnv) Now() time.Time                          { return e.now }
+func (e *echoEnv) Now() time.Time                         { return e.now }
 
 func (e *echoEnv) drain() {
 	for len(e.pending) > 0 {
