@@ -77,6 +77,14 @@ var (
 		// pkg/bft/host for Call, Reader and the Application interface): it
 		// never talks to the network or to other groups itself, and reads no
 		// clock or randomness.
+		// The client library talks to groups only through the group client:
+		// never the replica runtime, the engine, storage or SQL. Its core's
+		// determinism (no goroutines, clock or randomness but a seed) is
+		// checked in the package itself (purity_test.go): the production
+		// Client lives beside it.
+		{pkg: "pkg/txn/coord", forbid: []string{module + "pkg/bft/replica", module + "pkg/bft/host",
+			module + "pkg/txn/partition", module + "pkg/txn/lockmgr", module + "pkg/storage", module + "pkg/sql",
+			"github.com/cockroachdb/pebble"}},
 		{pkg: "pkg/txn/partition", forbid: []string{module + "pkg/bft/client", module + "pkg/bft/transport",
 			module + "pkg/bft/replica", module + "pkg/sql", "google.golang.org/grpc"},
 			forbidDirect: []string{"net", "net/http", "os", "time", "math/rand", "math/rand/v2", "crypto/rand"}},
