@@ -67,8 +67,9 @@ type Tuning struct {
 	// recovers it (K4). Default 100ms.
 	RecoveryGrace time.Duration
 	// PollInterval is the first interval between re-deliveries of a queued
-	// metadata transaction (M4); it doubles up to 16 times. Default 20ms.
-	PollInterval time.Duration
+	// metadata transaction (M4); it doubles up to PollMax. Defaults 20ms and
+	// 1s.
+	PollInterval, PollMax time.Duration
 	// MaxRecoveryPolls bounds the polls of a recovery that meets a queued
 	// metadata transaction. Default 32.
 	MaxRecoveryPolls int
@@ -84,7 +85,7 @@ func DefaultTuning() Tuning {
 	return Tuning{
 		MaxRetries: 8, MaxRefreshes: 8,
 		BackoffBase: 2 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
-		RecoveryGrace: 100 * time.Millisecond, PollInterval: 20 * time.Millisecond,
+		RecoveryGrace: 100 * time.Millisecond, PollInterval: 20 * time.Millisecond, PollMax: time.Second,
 		MaxRecoveryPolls: 32,
 	}
 }
@@ -108,6 +109,9 @@ func (t Tuning) withDefaults() Tuning {
 	}
 	if t.PollInterval <= 0 {
 		t.PollInterval = d.PollInterval
+	}
+	if t.PollMax < t.PollInterval {
+		t.PollMax = max(d.PollMax, t.PollInterval)
 	}
 	if t.MaxRecoveryPolls <= 0 {
 		t.MaxRecoveryPolls = d.MaxRecoveryPolls

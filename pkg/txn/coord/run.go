@@ -197,8 +197,9 @@ func (r *run) onVote(i int, res client.Result) {
 	r.step()
 }
 
-// pollLater asks group i again after the poll interval, doubling per poll
-// (a queued metadata transaction, M4; or an answer no correct group gives).
+// pollLater asks group i again after the poll interval, doubling per poll up
+// to PollMax (a queued metadata transaction, M4; or an answer no correct
+// group gives).
 // A recoverer gives up after MaxRecoveryPolls: the transaction is not its
 // own, and another client (or its owner) may finish it.
 func (r *run) pollLater(i int) {
@@ -208,7 +209,7 @@ func (r *run) pollLater(i int) {
 		r.end("failed")
 		return
 	}
-	d := tn.PollInterval << min(p.polls, 16)
+	d := min(tn.PollInterval<<min(p.polls, 16), tn.PollMax)
 	p.polls++
 	r.after(d, func() { r.askVote(i) })
 }

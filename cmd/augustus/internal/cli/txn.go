@@ -354,8 +354,10 @@ func runTxn(ctx context.Context, stdout, stderr io.Writer, o txnOptions, src str
 	}
 	res, err := cl.Do(ctx, ops, coord.Options{MaxRetries: o.retries})
 	// Close waits for the termination (outcome, proofs) to reach every
-	// group, so the transaction leaves nothing pending behind this process.
-	_ = cl.Close()
+	// group, so the transaction leaves nothing unproven behind this process
+	// (the next process with this key would finish it anyway, W3). The
+	// outcome is printed first.
+	defer cl.Close()
 	var aborted *coord.AbortedError
 	switch {
 	case errors.Is(err, coord.ErrNoAdminKey):
