@@ -148,6 +148,7 @@ func TestK2CertificatePartTakesExactlyFPlusOneDistinctSignatures(t *testing.T) {
 	}
 	gs := c.core.groupSigs(0, []client.Signed{sig(3, 3), sig(1, 1), sig(1, 9), sig(0, 0), sig(2, 2)})
 	require.NotNil(t, gs)
+	require.Len(t, gs.Sigs, 2, "exactly f+1")
 	require.Equal(t, []bft.ReplicaID{0, 1}, []bft.ReplicaID{gs.Sigs[0].Replica, gs.Sigs[1].Replica})
 	require.Equal(t, byte(1), gs.Sigs[1].Sig[0])
 	require.Nil(t, c.core.groupSigs(0, []client.Signed{sig(1, 1), sig(1, 2)}), "one replica twice is not f+1")
