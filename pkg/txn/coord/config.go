@@ -73,6 +73,14 @@ type Tuning struct {
 	// MaxRecoveryPolls bounds the polls of a recovery that meets a queued
 	// metadata transaction. Default 32.
 	MaxRecoveryPolls int
+	// RejectRetries is how often a call the groups rejected is sent again,
+	// after a random delay, before the rejection counts (default 3;
+	// negative: never). Replicas reject an envelope whole when one of its
+	// calls fails validation, and the group client packs the calls of many
+	// transactions into one envelope: a valid call can be rejected for
+	// another's fault, and goes through in another envelope. A call that is
+	// itself invalid is rejected every time.
+	RejectRetries int
 	// ReportAtDecision reports a multi-group transaction's outcome to the
 	// caller as soon as it is decided, instead of once every group
 	// acknowledged it (K3): one round trip sooner, but the caller's next
@@ -86,7 +94,7 @@ func DefaultTuning() Tuning {
 		MaxRetries: 8, MaxRefreshes: 8,
 		BackoffBase: 2 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
 		RecoveryGrace: 100 * time.Millisecond, PollInterval: 20 * time.Millisecond, PollMax: time.Second,
-		MaxRecoveryPolls: 32,
+		MaxRecoveryPolls: 32, RejectRetries: 3,
 	}
 }
 
@@ -115,6 +123,9 @@ func (t Tuning) withDefaults() Tuning {
 	}
 	if t.MaxRecoveryPolls <= 0 {
 		t.MaxRecoveryPolls = d.MaxRecoveryPolls
+	}
+	if t.RejectRetries == 0 {
+		t.RejectRetries = d.RejectRetries
 	}
 	return t
 }

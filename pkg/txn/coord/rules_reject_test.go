@@ -63,3 +63,22 @@ func TestMetadataReadsGoWhereOptionsSay(t *testing.T) {
 	require.Equal(t, []bft.GroupID{0, 1}, res.Groups)
 	require.Equal(t, txn.EncodeVersion(0), res.Ops[0].Value, "one answer for a metadata read, though both groups ran it")
 }
+
+// The groups reject an envelope whole when one of its calls is invalid, and
+// the group client packs concurrent transactions' calls into one envelope:
+// a valid transaction that shared an envelope with an invalid one is sent
+// again and commits; the invalid one is rejected every time.
+func TestT4AValidCallRejectedWithAnInvalidNeighbourGoesThroughAgain(t *testing.T) {
+	w := newWorld(t, 2, 73)
+	m := NewMetrics(nil)
+	admin := w.newClient(70, asAdmin(w, nil, m))
+	w.runUntil("start-up", time.Minute, func() bool { return admin.started })
+	bad := admin.start(txn.NewBuilder().Insert([]byte("\x00mine"), []byte("x")).Meta(), Options{})
+	good := admin.start(txn.NewBuilder().Insert(k0, []byte("a")).Insert(k1, []byte("b")), Options{})
+	w.settle()
+	require.ErrorIs(t, bad.err, client.ErrRejected)
+	require.NoError(t, good.err)
+	require.Empty(t, anomalies(m))
+	st := admin.core.Stats()
+	require.Equal(t, st.NextNonce, st.Watermark)
+}

@@ -73,6 +73,9 @@ type part struct {
 	vote  *txn.Result
 	sigs  *txn.GroupSigs // f+1 signed votes, when the vote is signed
 	polls int
+	// rejects counts the rejections of this group's calls so far (see
+	// Tuning.RejectRetries).
+	rejects int
 
 	termSent, termDone   bool
 	acks                 *txn.GroupSigs // f+1 signed acknowledgements (E10, W2)
@@ -139,6 +142,9 @@ func (r *run) onVote(i int, res client.Result) {
 	if err != nil {
 		var rej *client.RejectedError
 		switch {
+		case errors.As(err, &rej) && r.retryRejected(p):
+			r.after(r.rejectDelay(), func() { r.askVote(i) })
+			return
 		case errors.As(err, &rej):
 			p.state = partRejected
 			if r.rejected == nil {
@@ -195,6 +201,26 @@ func (r *run) onVote(i int, res client.Result) {
 		return
 	}
 	r.step()
+}
+
+// retryRejected reports whether a rejected call to p's group is sent again
+// (Tuning.RejectRetries): the envelope it travelled in may have been
+// rejected for another call's fault.
+func (r *run) retryRejected(p *part) bool {
+	if p.rejects >= r.c.cfg.Tuning.RejectRetries {
+		return false
+	}
+	p.rejects++
+	return true
+}
+
+// rejectDelay is a random delay in [PollInterval, 4·PollInterval] before a
+// rejected call is sent again: calls rejected together (one envelope) go
+// back at different moments, so the invalid one stops taking the others
+// down with it.
+func (r *run) rejectDelay() time.Duration {
+	p := r.c.cfg.Tuning.PollInterval
+	return p + time.Duration(r.c.rng.Int64N(int64(3*p)+1))
 }
 
 // pollLater asks group i again after the poll interval, doubling per poll up
@@ -465,6 +491,8 @@ func (r *run) onTerm(i int, res client.Result) {
 			// The group rejected the transaction itself: it holds nothing.
 			p.termDone = true
 			r.step()
+		case errors.As(err, &rej) && r.retryRejected(p):
+			r.after(r.rejectDelay(), func() { p.termSent = false; r.step() })
 		case errors.As(err, &rej):
 			r.stick("termination_rejected", i)
 		case errors.Is(err, errAnomaly):
@@ -523,6 +551,8 @@ func (r *run) onProof(i int, res client.Result) {
 		// The outcome was acknowledged first, so this cannot be; ask again.
 		r.c.anomaly("proof_while_pending", "group", p.g, "txn", r.id)
 		r.after(r.c.cfg.Tuning.PollInterval, func() { p.proofSent = false; r.step() })
+	case errors.As(err, new(*client.RejectedError)) && r.retryRejected(p):
+		r.after(r.rejectDelay(), func() { p.proofSent = false; r.step() })
 	case err != nil && !errors.Is(err, errAnomaly) && !errors.As(err, new(*client.RejectedError)):
 		r.abandon(err)
 	default:

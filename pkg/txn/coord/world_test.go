@@ -431,6 +431,7 @@ type wclient struct {
 	// onceDone, if set, runs after the next raw call (a short-lived
 	// inspector process).
 	onceDone func()
+	flushing map[bft.GroupID]bool
 }
 
 // newClient adds a client process with the key of seed; with a coordinator
@@ -467,6 +468,7 @@ func (c *wclient) boot() {
 		c.stopTick()
 	}
 	c.cores = map[bft.GroupID]*client.Core{}
+	c.flushing = map[bft.GroupID]bool{}
 	for _, g := range w.groups {
 		conns := make([]client.Conn, len(g.replicas))
 		for i := range conns {
@@ -565,7 +567,18 @@ func (e *wenv) Invoke(g bft.GroupID, payload []byte, done func(client.Result)) {
 			}
 		})
 	})
-	core.Flush(w.now)
+	// Calls submitted in one instant leave together, as the production
+	// group client's loop drains every call queued before it flushes: the
+	// calls of concurrent transactions share envelopes.
+	if !c.flushing[g] {
+		c.flushing[g] = true
+		w.after(0, func() {
+			c.flushing[g] = false
+			if c.gen == gen {
+				core.Flush(w.now)
+			}
+		})
+	}
 }
 
 func (e *wenv) AfterFunc(d time.Duration, f func()) func() {
