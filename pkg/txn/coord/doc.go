@@ -25,6 +25,16 @@
 //     the process, so calls of many transactions travel in one signed
 //     envelope (DESIGN.md §3.1); Do(ctx, ...) is the blocking API.
 //
+// Where each rule lives: K1 route.go and refresh.go; K2 core.go (decode,
+// groupSigs) over the group client; K3, E8, E10, W2 run.go (decide,
+// terminate, prove); K4 recovery.go and run.go (the recoverer's copy and
+// relays); K5 request.go (retry) and core.go (backoff); W1, W3 nonces.go and
+// startup.go; M4 run.go (queued polls); M5 request.go (launch); T1
+// result.go (mergeRange). Tests: rules_*_test.go run the Core in a seeded
+// world of real partition engines and real group-client cores
+// (world_test.go); client_test.go runs the Client over real replica groups
+// (coordtest).
+//
 // Who does what in K2: the group client accepts a result on f+1 matching
 // replies from distinct replicas, each carrying a valid replica signature
 // when the result is one replicas sign (client.Config.SignBytes =
