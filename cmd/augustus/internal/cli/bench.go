@@ -46,6 +46,7 @@ type benchOptions struct {
 	progress    string
 	callTimeout time.Duration
 	window      int
+	txn         txnBenchOptions // the transaction workloads' flags (bench_txn.go)
 }
 
 func newBenchCommand() *cobra.Command {
@@ -83,6 +84,9 @@ whole interval, if it is shorter): the group stopped answering.
   augustus bench --workload log --dir ./c --clients 16 --duration 10s --size 100 --json result.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if isTxnWorkload(o.workload) || o.txn.checkHistory != "" {
+				return runTxnBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, o.txn)
+			}
 			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
@@ -99,6 +103,7 @@ whole interval, if it is shorter): the group stopped answering.
 	fl.StringVar(&o.progress, "progress", "auto", `live progress: "bar" (a progress bar), "lines" (a line every 5s), "off", or "auto" (bar on a terminal, else lines)`)
 	fl.DurationVar(&o.callTimeout, "call-timeout", 30*time.Second, "a call without a result after this long counts as an error (> 0)")
 	fl.IntVar(&o.window, "window", 0, "envelopes outstanding (W; 0: the cluster's client_window, which is also the most allowed)")
+	addTxnBenchFlags(cmd, &o.txn)
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }

@@ -1,0 +1,392 @@
+package cli
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
+	"github.com/augustus-db/augustus/pkg/bft/client"
+	"github.com/augustus-db/augustus/pkg/bft/cluster"
+	"github.com/augustus-db/augustus/pkg/txn"
+	"github.com/augustus-db/augustus/pkg/txn/coord"
+)
+
+// Byzantine callers (--byzantine PCT; the paper's Fig. 5, attack (a.2) of
+// §3.4): each has its own client key and, like txntest's ByzClient
+// "abandon", builds transactions with pkg/txn's constructors and sends each
+// to every group it involves through a raw pkg/bft/client per group — in
+// its own signed envelopes, so the groups record it as the owner's (T3) —
+// collects the votes and never terminates it. As in the paper, Byzantine
+// callers send multi-group transactions only, of the workload's shape, and
+// keep at most --byz-pending of them unterminated at a time (the paper: one,
+// "allowed to submit only one transaction at a time"): a caller asks its
+// groups every --byz-poll (a watermark query, W3, which uses no nonce)
+// whether someone terminated them, and only then sends the next. Correct
+// callers that conflict with an abandoned transaction are told its
+// encoding (E3) and finish it after the recovery grace (K4): the work that
+// costs them throughput.
+//
+// Before and after each run every Byzantine key's leftovers are finished by
+// a correct client with that key (coord's start-up, W3: it resumes what the
+// key left pending or unproven), so that runs start from a clean cluster
+// and a key's window (P nonces, E2) never fills across runs.
+
+// byzRunStats sums the Byzantine callers of one run (warm-up included).
+type byzRunStats struct {
+	Callers int `json:"callers"`
+	// Abandoned transactions, of which CommitVoted got a commit vote from
+	// at least one group (so they held locks there until recovered).
+	Abandoned   int64 `json:"abandoned"`
+	CommitVoted int64 `json:"commit_voted"`
+	// SeenTerminated were found terminated in every group by the callers'
+	// polls, MeanTerminationMs after their votes.
+	SeenTerminated    int64   `json:"seen_terminated"`
+	MeanTerminationMs float64 `json:"mean_termination_ms"`
+	SendErrors        int64   `json:"send_errors"`
+	Polls             int64   `json:"polls"`
+	// WindowFull counts callers that stopped because their window (P)
+	// would overflow.
+	WindowFull int `json:"window_full"`
+	// LeftPending were not seen terminated when the run ended; the
+	// clean-up finished them, except LeftUnfinished.
+	LeftPending    int `json:"left_pending"`
+	LeftUnfinished int `json:"left_unfinished"`
+}
+
+// byzantineKeys picks n client keys for Byzantine callers: the names of
+// --byzantine-clients, else the listed clients other than the bench's own,
+// else (open client policy) fresh keys.
+func byzantineKeys(c *cluster.Cluster, o benchOptions, t txnBenchOptions, own ed25519.PrivateKey, n int) ([]namedKey, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	ownPub := auth.EncodePublicKey(auth.PublicKeyOf(own))
+	var names []string
+	if t.byzClients != "" {
+		for _, s := range strings.Split(t.byzClients, ",") {
+			names = append(names, strings.TrimSpace(s))
+		}
+	} else {
+		for _, cl := range c.Clients {
+			if cl.PublicKey != ownPub {
+				names = append(names, cl.Name)
+			}
+		}
+	}
+	var out []namedKey
+	for _, name := range names {
+		if len(out) == n {
+			break
+		}
+		k, err := cluster.LoadClientKey(o.dir, name)
+		if err != nil {
+			return nil, fmt.Errorf("Byzantine caller key %q: %w", name, err)
+		}
+		if auth.EncodePublicKey(auth.PublicKeyOf(k)) == ownPub {
+			return nil, fmt.Errorf("--byzantine-clients: %q is the bench's own client key", name)
+		}
+		out = append(out, namedKey{name: name, key: k})
+	}
+	for len(out) < n && c.ClientPolicy == cluster.PolicyOpen {
+		k, err := auth.GenerateKey()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, namedKey{name: fmt.Sprintf("generated-%d", len(out)), key: k})
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("--byzantine: %d Byzantine callers need %d client keys of their own, and cluster.json lists %d besides the bench's (augustus init --clients %d, or --byzantine-clients)",
+			n, n, len(out), n+1)
+	}
+	return out, nil
+}
+
+// byzCaller is one Byzantine caller.
+type byzCaller struct {
+	b       *txnBench
+	name    string
+	key     ed25519.PrivateKey
+	id      bft.ClientID
+	pid     int
+	conns   map[bft.GroupID]*client.Client
+	gen     *txnGen
+	version uint64
+	first   uint64 // the first nonce of the run; also the watermark it states
+	nonce   uint64
+	out     []abandoned
+	stats   byzRunStats
+	termSum time.Duration
+}
+
+// abandoned is a transaction left pending after its votes.
+type abandoned struct {
+	nonce  uint64
+	groups []bft.GroupID
+	voted  time.Time
+}
+
+// finishOwner runs a correct client with key until everything the key left
+// unfinished (pending, or unproven, W2) is terminated and proven, and
+// returns the key's next nonce, the metadata version and what is still
+// unfinished.
+func (b *txnBench) finishOwner(ctx context.Context, key ed25519.PrivateKey) (next, version uint64, unfinished int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cl, err := coord.NewClient(ctx, coord.ClientConfig{
+		Cluster: b.c, Key: key, Map: b.pmap, GroupTimeout: 500 * time.Millisecond, DrainTimeout: 30 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("finish the Byzantine key's transactions: %w", err)
+	}
+	defer cl.Close()
+	for {
+		st := cl.Stats()
+		if st.Unfinished == 0 || ctx.Err() != nil {
+			return st.NextNonce, st.MapVersion, st.Unfinished, nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond): // polling the client's state
+		}
+	}
+}
+
+// startByzantine prepares n Byzantine callers (history processes after the
+// nCorrect correct ones).
+func (b *txnBench) startByzantine(ctx context.Context, n, nCorrect int) ([]*byzCaller, error) {
+	var out []*byzCaller
+	fail := func(err error) ([]*byzCaller, error) {
+		for _, bc := range out {
+			bc.close()
+		}
+		return nil, err
+	}
+	for j := range n {
+		nk := b.byzKeys[j]
+		next, version, _, err := b.finishOwner(ctx, nk.key)
+		if err != nil {
+			return fail(err)
+		}
+		bc := &byzCaller{b: b, name: nk.name, key: nk.key, id: bft.ClientID(nk.key.Public().(ed25519.PublicKey)),
+			pid: b.t.processBase + nCorrect + j, conns: map[bft.GroupID]*client.Client{}, version: version, first: next, nonce: next,
+			gen: &txnGen{ks: b.ks, reads: b.shape.reads, writes: b.shape.writes, multiPct: 100,
+				rng: rand.New(rand.NewPCG(b.seed^0xb42, uint64(j)))}}
+		out = append(out, bc)
+		for _, g := range b.c.Groups {
+			gc, err := client.New(ctx, client.Config{Cluster: b.c, Group: bft.GroupID(g.ID), Key: nk.key, Timeout: 500 * time.Millisecond,
+				Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				return fail(fmt.Errorf("Byzantine caller %s: connect to group %d: %w", nk.name, g.ID, err))
+			}
+			bc.conns[bft.GroupID(g.ID)] = gc
+		}
+	}
+	return out, nil
+}
+
+func (bc *byzCaller) close() {
+	for _, gc := range bc.conns {
+		_ = gc.Close()
+	}
+}
+
+// run abandons transactions until ctx ends.
+func (bc *byzCaller) run(ctx context.Context) {
+	window := bc.b.limits.Window
+	for ctx.Err() == nil {
+		if len(bc.out) < bc.b.t.byzPending {
+			if bc.nonce+1 >= bc.first+window {
+				// The groups would abort it beyond the window (E2): the key
+				// is spent for this run.
+				bc.stats.WindowFull = 1
+				<-ctx.Done()
+				return
+			}
+			bc.abandonOne(ctx)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(bc.b.t.byzPoll):
+		}
+		bc.poll(ctx)
+	}
+}
+
+// abandonOne sends one transaction to every group it involves and leaves
+// it there after the votes.
+func (bc *byzCaller) abandonOne(ctx context.Context) {
+	b := bc.b
+	gt := bc.gen.next()
+	var ops []txn.Op
+	if b.bank != nil {
+		// A valid transfer from values read (its history op is invoked and
+		// never completed: indeterminate, since a recoverer may commit it).
+		var ok bool
+		if ops, ok = b.bank.byzantineOps(ctx, b, bc, gt); !ok {
+			return
+		}
+	} else {
+		ops = paperOps(b.ks, gt, b.vsize, uint64(b.tags.next(0)))
+	}
+	groups := txn.InvolvedGroups(ops, b.pmap)
+	gv := make([]txn.GroupVersion, len(groups))
+	for i, g := range groups {
+		gv[i] = txn.GroupVersion{Group: g, Version: bc.version}
+	}
+	bld := txn.NewBuilder()
+	for _, op := range ops {
+		bld.Add(op)
+	}
+	t, err := bld.Build(txn.Header{Owner: bc.id, Nonce: bc.nonce, Watermark: bc.first}, gv, b.limits)
+	if err != nil {
+		bc.stats.SendErrors++
+		return
+	}
+	call := txn.NewTxnCall(t.Encode(), nil)
+	bc.nonce++
+	var wg sync.WaitGroup
+	var commit, failed atomic.Int64
+	for _, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, b.o.callTimeout)
+			defer cancel()
+			v, err := bc.conns[g].Invoke(cctx, call)
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			if r, err := txn.DecodeResult(v); err == nil && r.Kind == txn.ResultVote && r.Decision == txn.Commit {
+				commit.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	bc.stats.Abandoned++
+	if commit.Load() > 0 {
+		bc.stats.CommitVoted++
+	}
+	if failed.Load() > 0 {
+		bc.stats.SendErrors++
+	}
+	bc.out = append(bc.out, abandoned{nonce: t.Nonce, groups: groups, voted: time.Now()})
+}
+
+// poll asks the groups of the abandoned transactions whether they are
+// terminated there: a record in state terminated, or no record (deleted
+// after its termination, W2).
+func (bc *byzCaller) poll(ctx context.Context) {
+	from := bc.out[0].nonce
+	var gs []bft.GroupID
+	for _, a := range bc.out {
+		from = min(from, a.nonce)
+		gs = append(gs, a.groups...)
+	}
+	slices.Sort(gs)
+	gs = slices.Compact(gs)
+	// open[g][nonce]: still pending (or unknown) at g.
+	open := map[bft.GroupID]map[uint64]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, g := range gs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := bc.queryGroup(ctx, g, from)
+			mu.Lock()
+			open[g] = st
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	bc.stats.Polls++
+	keep := bc.out[:0]
+	for _, a := range bc.out {
+		done := true
+		for _, g := range a.groups {
+			if open[g] == nil || open[g][a.nonce] {
+				done = false
+			}
+		}
+		if done {
+			bc.stats.SeenTerminated++
+			bc.termSum += time.Since(a.voted)
+			continue
+		}
+		keep = append(keep, a)
+	}
+	bc.out = keep
+}
+
+// queryGroup returns the nonces from `from` that group g does not show
+// terminated (nil if the query failed: all unknown). Nonces past a
+// truncated reply's last record are unknown too.
+func (bc *byzCaller) queryGroup(ctx context.Context, g bft.GroupID, from uint64) map[uint64]bool {
+	cctx, cancel := context.WithTimeout(ctx, bc.b.o.callTimeout)
+	defer cancel()
+	v, err := bc.conns[g].Invoke(cctx, txn.NewQueryCall(from))
+	if err != nil {
+		return nil
+	}
+	r, err := txn.DecodeResult(v)
+	if err != nil || r.Kind != txn.ResultQuery || r.Query == nil {
+		return nil
+	}
+	open := map[uint64]bool{}
+	for _, rec := range r.Query.Records {
+		if rec.State != txn.StateTerminated {
+			open[rec.Nonce] = true
+		}
+	}
+	if r.Query.More {
+		for _, a := range bc.out {
+			if a.nonce >= r.Query.Next {
+				open[a.nonce] = true
+			}
+		}
+	}
+	return open
+}
+
+// finishByzantine stops the callers, finishes what they left and sums
+// their statistics.
+func (b *txnBench) finishByzantine(ctx context.Context, byzs []*byzCaller) *byzRunStats {
+	s := &byzRunStats{Callers: len(byzs)}
+	var termSum time.Duration
+	for _, bc := range byzs {
+		bc.close()
+		st := bc.stats
+		s.Abandoned += st.Abandoned
+		s.CommitVoted += st.CommitVoted
+		s.SeenTerminated += st.SeenTerminated
+		s.SendErrors += st.SendErrors
+		s.Polls += st.Polls
+		s.WindowFull += st.WindowFull
+		s.LeftPending += len(bc.out)
+		termSum += bc.termSum
+		if _, _, left, err := b.finishOwner(ctx, bc.key); err != nil || left > 0 {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				fmt.Fprintf(b.stderr, "bench: Byzantine caller %s: clean-up: %v\n", bc.name, err)
+			}
+			s.LeftUnfinished += max(left, len(bc.out))
+		}
+	}
+	if s.SeenTerminated > 0 {
+		s.MeanTerminationMs = float64(termSum.Milliseconds()) / float64(s.SeenTerminated)
+	}
+	return s
+}
