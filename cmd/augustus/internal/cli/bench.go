@@ -84,7 +84,7 @@ whole interval, if it is shorter): the group stopped answering.
   augustus bench --workload log --dir ./c --clients 16 --duration 10s --size 100 --json result.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if isTxnWorkload(o.workload) || o.txn.checkHistory != "" {
+			if isTxnWorkload(o.workload) || len(o.txn.checkHistory) > 0 {
 				return runTxnBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, o.txn)
 			}
 			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)

@@ -41,7 +41,7 @@ type txnBenchOptions struct {
 	shape         string
 	history       string
 	check         bool
-	checkHistory  string
+	checkHistory  []string
 	processBase   int
 	recoveryGrace time.Duration
 	byzClients    string
@@ -96,7 +96,7 @@ func addTxnBenchFlags(cmd *cobra.Command, o *txnBenchOptions) {
 	fl.StringVar(&o.shape, "shape", shapePaper, `"paper" (one transaction of reads and writes, Table 3) or "guarded" (read, then writes under cmp guards)`)
 	fl.StringVar(&o.history, "history", "", "bank: write the run's history to this file (history text format)")
 	fl.BoolVar(&o.check, "check", false, "bank: check the run's history with the Elle checker (txn.md X1) and fail on any anomaly")
-	fl.StringVar(&o.checkHistory, "check-history", "", "check these history files (comma-separated, merged) with the Elle checker and exit; runs nothing")
+	fl.StringArrayVar(&o.checkHistory, "check-history", nil, "check this history file with the Elle checker and exit, running nothing (repeat the flag to merge several processes' files)")
 	fl.IntVar(&o.processBase, "process-base", 0, "bank: the first history process id (give each bench process against one cluster its own range; the run prints the range it used)")
 	fl.DurationVar(&o.recoveryGrace, "recovery-grace", 0, "how long correct callers leave another owner's pending transaction before recovering it (0: the library's default, 100ms)")
 	fl.StringVar(&o.byzClients, "byzantine-clients", "", "client names (cluster.json) for the Byzantine callers, comma-separated (default: the listed clients other than the bench's own)")
@@ -202,7 +202,7 @@ func checkTxnBenchOptions(o benchOptions, t txnBenchOptions) error {
 // runTxnBench runs a transaction workload: the optional load, then one
 // measured interval per combination of --multi-group and --byzantine.
 func runTxnBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions, t txnBenchOptions) error {
-	if t.checkHistory != "" {
+	if len(t.checkHistory) > 0 {
 		return runCheckHistory(stdout, t.checkHistory)
 	}
 	if err := checkTxnBenchOptions(o, t); err != nil {
@@ -221,7 +221,7 @@ func runTxnBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions, 
 	}
 	defer out.close()
 
-	rep := &txnBenchReport{Workload: o.workload, Shape: t.shape, Groups: len(b.c.Groups), Items: b.ks.items,
+	rep := &txnBenchReport{Workload: o.workload, Shape: b.t.shape, Groups: len(b.c.Groups), Items: b.ks.items,
 		ValueSize: b.vsize, Seed: b.seed, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version()}
 	if t.load {
 		ls, err := b.loadStep(ctx)
@@ -293,6 +293,7 @@ func (b *txnBench) setup(ctx context.Context, mixes, byzs []int) error {
 		if t.items == 0 {
 			t.items = 100
 		}
+		t.shape = "transfer"
 		if t.items < 2 || t.items > b.limits.MaxOps {
 			return fmt.Errorf("--items %d: the bank needs 2..%d accounts (its total is read in one transaction)", t.items, b.limits.MaxOps)
 		}

@@ -30,8 +30,11 @@ import (
 // callers send multi-group transactions only, of the workload's shape, and
 // keep at most --byz-pending of them unterminated at a time (the paper: one,
 // "allowed to submit only one transaction at a time"): a caller asks its
-// groups every --byz-poll (a watermark query, W3, which uses no nonce)
-// whether someone terminated them, and only then sends the next. Correct
+// groups (a watermark query, W3, which uses no nonce) whether someone
+// terminated them, and only then sends the next. It asks --byz-poll after
+// the votes, then at doubling intervals up to 2s while nothing changed: the
+// queries are PBFT calls too, and a caller that polled at a fixed short
+// interval would load the groups more than its transactions do. Correct
 // callers that conflict with an abandoned transaction are told its
 // encoding (E3) and finish it after the recovery grace (K4): the work that
 // costs them throughput.
@@ -126,7 +129,14 @@ type byzCaller struct {
 	out     []abandoned
 	stats   byzRunStats
 	termSum time.Duration
+	// every is the current poll interval: --byz-poll, doubled after each
+	// poll that found nothing terminated, up to maxByzPoll, so that
+	// waiting Byzantine callers cost the groups little.
+	every time.Duration
 }
+
+// maxByzPoll bounds the back-off of a Byzantine caller's polls.
+const maxByzPoll = 2 * time.Second
 
 // abandoned is a transaction left pending after its votes.
 type abandoned struct {
@@ -179,7 +189,7 @@ func (b *txnBench) startByzantine(ctx context.Context, n, nCorrect int) ([]*byzC
 			return fail(err)
 		}
 		bc := &byzCaller{b: b, name: nk.name, key: nk.key, id: bft.ClientID(nk.key.Public().(ed25519.PublicKey)),
-			pid: b.t.processBase + nCorrect + j, conns: map[bft.GroupID]*client.Client{}, version: version, first: next, nonce: next,
+			pid: b.t.processBase + nCorrect + j, every: b.t.byzPoll, conns: map[bft.GroupID]*client.Client{}, version: version, first: next, nonce: next,
 			gen: &txnGen{ks: b.ks, reads: b.shape.reads, writes: b.shape.writes, multiPct: 100,
 				rng: rand.New(rand.NewPCG(b.seed^0xb42, uint64(j)))}}
 		out = append(out, bc)
@@ -214,14 +224,19 @@ func (bc *byzCaller) run(ctx context.Context) {
 				return
 			}
 			bc.abandonOne(ctx)
+			bc.every = bc.b.t.byzPoll
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(bc.b.t.byzPoll):
+		case <-time.After(bc.every):
 		}
-		bc.poll(ctx)
+		if bc.poll(ctx) {
+			bc.every = bc.b.t.byzPoll
+		} else {
+			bc.every = min(2*bc.every, max(maxByzPoll, bc.b.t.byzPoll))
+		}
 	}
 }
 
@@ -288,8 +303,8 @@ func (bc *byzCaller) abandonOne(ctx context.Context) {
 
 // poll asks the groups of the abandoned transactions whether they are
 // terminated there: a record in state terminated, or no record (deleted
-// after its termination, W2).
-func (bc *byzCaller) poll(ctx context.Context) {
+// after its termination, W2). It reports whether one was.
+func (bc *byzCaller) poll(ctx context.Context) bool {
 	from := bc.out[0].nonce
 	var gs []bft.GroupID
 	for _, a := range bc.out {
@@ -329,7 +344,9 @@ func (bc *byzCaller) poll(ctx context.Context) {
 		}
 		keep = append(keep, a)
 	}
+	progress := len(keep) < len(bc.out)
 	bc.out = keep
+	return progress
 }
 
 // queryGroup returns the nonces from `from` that group g does not show

@@ -55,7 +55,7 @@ func (b *txnBench) bankFinish(ctx context.Context) (*bankReport, error) {
 	rep.HistoryOps = len(h)
 	rep.Processes = fmt.Sprintf("p%d..p%d", s.base, s.maxProc)
 	if b.t.history != "" {
-		comment := fmt.Sprintf("augustus bench --workload bank: %d accounts, %d groups, processes %s, %s\nmerge with other processes' files: augustus bench --check-history a.txt,b.txt",
+		comment := fmt.Sprintf("augustus bench --workload bank: %d accounts, %d groups, processes %s, %s\nmerge with other processes' files: augustus bench --dir DIR --check-history a.txt --check-history b.txt",
 			s.ks.items, len(b.c.Groups), rep.Processes, time.Now().UTC().Format(time.RFC3339))
 		if err := history.WriteFile(b.t.history, h, comment); err != nil {
 			return rep, fmt.Errorf("--history: %w", err)
@@ -146,10 +146,10 @@ func mergeHistories(hs ...history.History) history.History {
 }
 
 // runCheckHistory merges and checks history files (--check-history).
-func runCheckHistory(stdout io.Writer, files string) error {
+func runCheckHistory(stdout io.Writer, files []string) error {
 	var hs []history.History
-	for _, f := range strings.Split(files, ",") {
-		h, err := history.ReadFile(strings.TrimSpace(f))
+	for _, f := range files {
+		h, err := history.ReadFile(f)
 		if err != nil {
 			return fmt.Errorf("--check-history: %w", err)
 		}
