@@ -63,5 +63,12 @@ fuzz: ## fuzz every decoder of network bytes for FUZZTIME each (make fuzz FUZZTI
 demo: build ## a local group of 4 replicas in ./augustus-demo and a console on it (kill and restart replicas)
 	$(BIN) demo
 
+.PHONY: bench-txn
+BENCH_TXN_DURATION ?= 8s
+BENCH_TXN_ITEMS    ?= 200000
+bench-txn: ## transaction benchmarks on 1, 2, 4 groups (A–D, bank, Fig. 5, noop baseline, the issue's ratio goals): writes docs/benchmarks/txn.md (BENCH_TXN_DURATION=8s per run)
+	$(GO) test -count=1 -timeout 60m -v -run '^TestBenchTxnSuite$$' ./cmd/augustus/internal/cli/ \
+	  -args -bench-txn-out=$(CURDIR)/docs/benchmarks/txn.md -bench-txn-duration=$(BENCH_TXN_DURATION) -bench-txn-items=$(BENCH_TXN_ITEMS)
+
 clean: ## remove build output
 	rm -rf bin

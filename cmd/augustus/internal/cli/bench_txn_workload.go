@@ -82,16 +82,22 @@ func isTxnWorkload(w string) bool {
 // the metadata keyspace (txn.IsReservedMetaKey).
 const keyBase = 0x0100_0000
 
-// maxItems bounds --items so that items keep distinct 4-byte keys.
-const maxItems = 0xFFFF_FFFF - keyBase
+// maxItems bounds --items so that items are an even number of keys apart,
+// at least 2 (see keySpace.offset).
+const maxItems = (0xFFFF_FFFF - keyBase) / 2
 
 // itemSpan is the items [lo, hi) of one range of the partition map.
 type itemSpan struct{ lo, hi int }
 
 // keySpace maps items to keys and keys to groups.
 type keySpace struct {
-	items  int
-	step   uint32
+	items int
+	step  uint32
+	// offset shifts every key by one for the workloads with 1 KiB values
+	// (B, D), so that they and the 4-byte-value workloads (A, C) keep
+	// disjoint items in one cluster (odd keys and even keys), as the
+	// paper's two databases (3M small items, 1M large ones).
+	offset uint32
 	suffix []byte // appended to every key (the bank's accounts)
 	// groups are the groups holding at least one item, in increasing
 	// order; spans and counts are per entry of groups.
@@ -106,11 +112,13 @@ var errHashedMap = errors.New("the partition map spreads a range over several gr
 // newKeySpace spreads items over the key space and finds which items each
 // group of the range map m holds. suffix, if any, is appended to every key
 // (a key space disjoint from the plain items, on the same groups).
-func newKeySpace(m *oracle.Map, items int, suffix []byte) (*keySpace, error) {
+func newKeySpace(m *oracle.Map, items int, offset uint32, suffix []byte) (*keySpace, error) {
 	if items < 1 || items > maxItems {
 		return nil, fmt.Errorf("--items %d: want 1..%d", items, maxItems)
 	}
-	ks := &keySpace{items: items, step: uint32((0xFFFF_FFFF - keyBase) / items), suffix: suffix}
+	// An even step and keyBase: the keys of offset 0 are even, those of
+	// offset 1 odd, whatever the two key spaces' --items.
+	ks := &keySpace{items: items, step: uint32((0xFFFF_FFFF-keyBase)/items) &^ 1, offset: min(offset, 1), suffix: suffix}
 	byGroup := map[bft.GroupID][]itemSpan{}
 	ranges := m.Ranges()
 	// first(start) is the first item whose key is at or above start: keys
@@ -147,9 +155,10 @@ func newKeySpace(m *oracle.Map, items int, suffix []byte) (*keySpace, error) {
 	return ks, nil
 }
 
-// key returns item i's key: 4 bytes, big-endian, then the suffix.
+// key returns item i's key: 4 bytes, big-endian (keyBase + offset + i ×
+// step), then the suffix.
 func (ks *keySpace) key(i int) []byte {
-	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(ks.suffix)), keyBase+uint32(i)*ks.step)
+	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(ks.suffix)), keyBase+ks.offset+uint32(i)*ks.step)
 	return append(b, ks.suffix...)
 }
 

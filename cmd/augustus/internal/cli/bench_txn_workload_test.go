@@ -25,7 +25,7 @@ func rangeMap(t *testing.T, n int) *oracle.Map {
 func TestKeySpaceGivesEveryGroupAnEqualSliceOfTheItems(t *testing.T) {
 	for _, groups := range []int{1, 2, 3, 4} {
 		m := rangeMap(t, groups)
-		ks, err := newKeySpace(m, 10_000, nil)
+		ks, err := newKeySpace(m, 10_000, 0, nil)
 		require.NoError(t, err)
 		require.Len(t, ks.groups, groups)
 		var prev []byte
@@ -53,7 +53,7 @@ func TestKeySpaceGivesEveryGroupAnEqualSliceOfTheItems(t *testing.T) {
 
 func TestKeySpaceSuffixKeepsTheItemsGroups(t *testing.T) {
 	m := rangeMap(t, 4)
-	ks, err := newKeySpace(m, 1000, []byte("$acct"))
+	ks, err := newKeySpace(m, 1000, 0, []byte("$acct"))
 	require.NoError(t, err)
 	for i := range ks.items {
 		require.Equal(t, m.KeyGroup(ks.key(i)), ks.groups[ks.groupIndex(i)])
@@ -64,9 +64,9 @@ func TestKeySpaceSuffixKeepsTheItemsGroups(t *testing.T) {
 func TestKeySpaceRefusesHashedRangesAndBadSizes(t *testing.T) {
 	m, err := oracle.Hash([]bft.GroupID{0, 1})
 	require.NoError(t, err)
-	_, err = newKeySpace(m, 100, nil)
+	_, err = newKeySpace(m, 100, 0, nil)
 	require.ErrorIs(t, err, errHashedMap)
-	_, err = newKeySpace(rangeMap(t, 2), 0, nil)
+	_, err = newKeySpace(rangeMap(t, 2), 0, 0, nil)
 	require.ErrorContains(t, err, "--items 0")
 }
 
@@ -77,7 +77,7 @@ func TestKeySpaceRefusesHashedRangesAndBadSizes(t *testing.T) {
 func TestTxnGenDealsKeysOverGroupsAsTheMixSays(t *testing.T) {
 	for _, groups := range []int{2, 4} {
 		m := rangeMap(t, groups)
-		ks, err := newKeySpace(m, 100_000, nil)
+		ks, err := newKeySpace(m, 100_000, 0, nil)
 		require.NoError(t, err)
 		for _, pct := range []int{0, 20, 40, 60, 80, 100} {
 			for _, shape := range []txnShape{txnShapes[workloadA], txnShapes[workloadB], txnShapes[workloadC], txnShapes[workloadD]} {
@@ -131,7 +131,7 @@ func TestTxnGenDealsKeysOverGroupsAsTheMixSays(t *testing.T) {
 // reads, D 4 reads; 4-byte keys. The guarded shape reads every item first,
 // then writes each written item under a cmp on the value read.
 func TestWorkloadShapesAreTable3(t *testing.T) {
-	ks, err := newKeySpace(rangeMap(t, 2), 10_000, nil)
+	ks, err := newKeySpace(rangeMap(t, 2), 10_000, 0, nil)
 	require.NoError(t, err)
 	want := map[string][3]int{workloadA: {4, 4, 4}, workloadB: {2, 2, 1024}, workloadC: {8, 0, 4}, workloadD: {4, 0, 1024}}
 	for name, w := range want {
@@ -183,11 +183,11 @@ func withoutZero(m map[txn.OpKind]int) map[txn.OpKind]int {
 }
 
 func TestCheckGenRefusesMixesTheClusterCannotServe(t *testing.T) {
-	one, err := newKeySpace(rangeMap(t, 1), 100, nil)
+	one, err := newKeySpace(rangeMap(t, 1), 100, 0, nil)
 	require.NoError(t, err)
 	require.NoError(t, checkGen(one, 8, 0))
 	require.ErrorContains(t, checkGen(one, 8, 20), "multi-group transactions need 2")
-	two, err := newKeySpace(rangeMap(t, 2), 6, nil)
+	two, err := newKeySpace(rangeMap(t, 2), 6, 0, nil)
 	require.NoError(t, err)
 	require.ErrorContains(t, checkGen(two, 8, 0), "fewer than the 8 distinct keys")
 	require.ErrorContains(t, checkGen(two, 8, 101), "want a percentage")
@@ -197,7 +197,7 @@ func TestCheckGenRefusesMixesTheClusterCannotServe(t *testing.T) {
 // path) and together insert every item once.
 func TestLoadUnitsCoverEveryItemOnceWithinOneGroup(t *testing.T) {
 	m := rangeMap(t, 3)
-	ks, err := newKeySpace(m, 10_007, nil)
+	ks, err := newKeySpace(m, 10_007, 0, nil)
 	require.NoError(t, err)
 	covered := make([]int, ks.items)
 	units := loadUnits(ks, 500)
@@ -260,4 +260,24 @@ func TestFig5LossIsAgainstTheRunWithoutByzantineCallersAtTheSameMix(t *testing.T
 	require.InDelta(t, 20, rows[2].LossPct, 1e-9)
 	require.InDelta(t, 5, rows[2].Recovered, 1e-9)
 	require.Nil(t, fig5Rows(runs[:1]), "no table without Byzantine callers")
+}
+
+// The workloads with 1 KiB values (B, D) and those with 4-byte values (A,
+// C) use disjoint keys in one cluster, whatever their --items.
+func TestLargeAndSmallValueWorkloadsNeverShareAKey(t *testing.T) {
+	m := rangeMap(t, 2)
+	for _, n := range [][2]int{{1000, 1000}, {1000, 500}, {3000, 1000}, {7, 3}, {3, 7}, {2000, 3000}, {30_000, 10_000}} {
+		small, err := newKeySpace(m, n[0], 0, nil)
+		require.NoError(t, err)
+		large, err := newKeySpace(m, n[1], 1, nil)
+		require.NoError(t, err)
+		keys := map[string]bool{}
+		for i := range small.items {
+			keys[string(small.key(i))] = true
+		}
+		for i := range large.items {
+			require.False(t, keys[string(large.key(i))], "item %d of %d", i, n[1])
+			require.Equal(t, m.KeyGroup(large.key(i)), large.groups[large.groupIndex(i)])
+		}
+	}
 }
