@@ -415,7 +415,7 @@ func (b *txnBench) run(ctx context.Context, rc txnRunConfig) (*txnRunResult, err
 		MultiGroupPct: rc.multiPct, ByzantinePct: rc.byzPct, Callers: o.clients, CorrectCallers: nCorrect,
 		ByzantineCallers: nByz, StartedAt: time.Now().UTC(), WarmupSeconds: o.warmup.Seconds(),
 		CallTimeoutSeconds: o.callTimeout.Seconds(), RecoveryGraceSeconds: b.grace().Seconds(),
-		LoadAvgBefore: loadAvg(), CallBytesSingle: b.callBytesSingle(),
+		LoadAvgBefore: loadAvg(), CallBytesSingle: b.callBytesSingle(), replicasPerGroup: b.c.N(),
 	}
 	fmt.Fprintf(b.stderr, "bench: workload %s (%s), %d groups, %d items, multi-group %d%%, %d callers (%d Byzantine), warm-up %s, measuring %s\n",
 		o.workload, b.t.shape, len(b.c.Groups), b.ks.items, rc.multiPct, o.clients, nByz, o.warmup, o.duration)

@@ -108,6 +108,18 @@ type txnRunResult struct {
 	CPUMsPerTxn       float64            `json:"cluster_cpu_ms_per_txn"`
 	ClientCPUSeconds  float64            `json:"client_cpu_seconds"`
 	ClientCPUMsPerTxn float64            `json:"client_cpu_ms_per_txn"`
+	// CallsPerTxn are the calls the correct client sent to groups per
+	// committed transaction (every group of every attempt, outcomes and
+	// proofs included), in EnvelopesPerTxn signed envelopes
+	// (CallsPerEnvelope calls each); EnvelopesPerBatch is the mean PBFT
+	// batch size over every replica, BatchesPerTxn the groups' PBFT
+	// batches per committed transaction (Byzantine callers' included).
+	CallsPerTxn       float64 `json:"calls_per_txn"`
+	EnvelopesPerTxn   float64 `json:"envelopes_per_txn"`
+	CallsPerEnvelope  float64 `json:"calls_per_envelope"`
+	EnvelopesPerBatch float64 `json:"envelopes_per_batch"`
+	BatchesPerTxn     float64 `json:"batches_per_txn"`
+	replicasPerGroup  int
 	// CallBytesSingle is the size of the call carrying a single-group
 	// transaction of the workload: the size of the noop call to compare
 	// with.
@@ -186,6 +198,11 @@ type clusterSnapshot struct {
 	missing      map[string]string
 	counters     map[string]map[string]float64 // metric -> label value -> value
 	clientCPU    float64
+	// batchSum and batchCount sum every replica's PBFT batch size histogram
+	// (requests = envelopes per batch); envCalls and envCount the group
+	// clients' envelope size histogram (calls per envelope).
+	batchSum, batchCount float64
+	envCalls, envCount   float64
 }
 
 // The client library's counters the report reads, with the label that
@@ -202,6 +219,7 @@ func (b *txnBench) snapshot(ctx context.Context) clusterSnapshot {
 	s := clusterSnapshot{replicaCPU: map[string]float64{}, replicaStart: map[string]float64{}, replicaGroup: map[string]string{},
 		missing: map[string]string{}, clientCPU: processCPUSeconds()}
 	s.counters = gatherCounters(b.reg, txnClientCounters)
+	s.envCalls, s.envCount = gatherHistogram(b.reg, "augustus_client_envelope_size_calls")
 	type scraped struct {
 		name string
 		m    metrics
@@ -237,8 +255,32 @@ func (b *txnBench) snapshot(ctx context.Context) clusterSnapshot {
 		} else {
 			s.missing[sc.name] = "its metrics have no " + metricCPU
 		}
+		if fam, ok := sc.m["augustus_bft_batch_size_requests"]; ok && len(fam.GetMetric()) > 0 {
+			h := fam.GetMetric()[0].GetHistogram()
+			s.batchSum += h.GetSampleSum()
+			s.batchCount += float64(h.GetSampleCount())
+		}
 	}
 	return s
+}
+
+// gatherHistogram returns the sum and count of the histogram name of reg
+// (summed over its label values).
+func gatherHistogram(reg *prometheus.Registry, name string) (sum, count float64) {
+	fams, err := reg.Gather()
+	if err != nil {
+		return 0, 0
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			sum += m.GetHistogram().GetSampleSum()
+			count += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum, count
 }
 
 // gatherCounters reads counters of reg, summed by the value of one label
@@ -314,6 +356,21 @@ func (res *txnRunResult) fillCPU(before, after clusterSnapshot) {
 		res.ReplicasMissing = nil
 	}
 	res.ClientCPUSeconds = after.clientCPU - before.clientCPU
+	if n := after.batchCount - before.batchCount; n > 0 {
+		res.EnvelopesPerBatch = (after.batchSum - before.batchSum) / n
+		if res.Committed > 0 && res.replicasPerGroup > 0 {
+			// Every replica of a group counts each of the group's batches.
+			res.BatchesPerTxn = n / float64(res.replicasPerGroup) / float64(res.Committed)
+		}
+	}
+	if n := after.envCount - before.envCount; n > 0 {
+		calls := after.envCalls - before.envCalls
+		res.CallsPerEnvelope = calls / n
+		if res.Committed > 0 {
+			res.CallsPerTxn = calls / float64(res.Committed)
+			res.EnvelopesPerTxn = n / float64(res.Committed)
+		}
+	}
 	if res.Committed > 0 {
 		res.CPUMsPerTxn = res.ClusterCPUSeconds * 1000 / float64(res.Committed)
 		res.ClientCPUMsPerTxn = res.ClientCPUSeconds * 1000 / float64(res.Committed)
@@ -410,6 +467,8 @@ func printTxnRun(w io.Writer, r *txnRunResult) error {
 		{"recoveries (K4)", fmtCounts(r.Recoveries)},
 		{"cluster CPU", cpu},
 		{"bench client CPU", fmt.Sprintf("%.3f ms/txn (%.2fs)", r.ClientCPUMsPerTxn, r.ClientCPUSeconds)},
+		{"calls", fmt.Sprintf("%.2f calls/txn in %.2f envelopes/txn (%.1f calls per envelope); %.1f envelopes per PBFT batch, %.2f group batches/txn",
+			r.CallsPerTxn, r.EnvelopesPerTxn, r.CallsPerEnvelope, r.EnvelopesPerBatch, r.BatchesPerTxn)},
 		{"single-group call", fmt.Sprintf("%d bytes", r.CallBytesSingle)},
 	}
 	if bz := r.Byzantine; bz != nil {
