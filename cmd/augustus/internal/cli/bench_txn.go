@@ -289,7 +289,7 @@ func (b *txnBench) setup(ctx context.Context, mixes, byzs []int) error {
 		return err
 	}
 	if o.workload == workloadBank {
-		b.shape = txnShape{name: workloadBank, reads: 2, writes: 2}
+		b.shape = txnShape{name: workloadBank, reads: 2} // the two accounts of a transfer
 		if t.items == 0 {
 			t.items = 100
 		}
