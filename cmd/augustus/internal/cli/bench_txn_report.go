@@ -13,6 +13,8 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/olekukonko/tablewriter"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/augustus-db/augustus/pkg/txn"
 )
 
 // txnBenchReport is what a transaction bench process reports (and writes
@@ -410,7 +412,7 @@ func (res *txnRunResult) judge(o benchOptions) {
 	if res.AbsentReads > 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d reads found no item: the database is not loaded (run once with --load, same --items)", res.AbsentReads))
 	}
-	if n := res.AbortedReasons["not found"]; n > 0 {
+	if n := res.AbortedReasons[txn.ReasonNotFound.String()]; n > 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d transactions wrote items that do not exist: the database is not loaded (run once with --load, same --items)", n))
 	}
 	if len(res.ClientAnomalies) > 0 {

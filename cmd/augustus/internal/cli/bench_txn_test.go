@@ -89,6 +89,10 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		require.Equal(t, 1, code)
 		require.False(t, rep.OK)
 		require.Contains(t, stderr, "reads found no item: the database is not loaded")
+		_, _, stderr, code = runTxnBenchJSON(t, "--dir", dir, "--workload", "B", "--items", "3000", "--clients", "2",
+			"--duration", "500ms", "--warmup", "0s")
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, "transactions wrote items that do not exist: the database is not loaded")
 	})
 
 	t.Run("Byzantine callers abandon transactions that correct callers recover", func(t *testing.T) {
