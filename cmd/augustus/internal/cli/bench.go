@@ -34,6 +34,7 @@ const (
 )
 
 type benchOptions struct {
+	txn         txnBenchOptions // the transaction workloads' flags (bench_txn.go)
 	workload    string
 	dir         string
 	group       uint32
@@ -46,7 +47,6 @@ type benchOptions struct {
 	progress    string
 	callTimeout time.Duration
 	window      int
-	txn         txnBenchOptions // the transaction workloads' flags (bench_txn.go)
 }
 
 func newBenchCommand() *cobra.Command {
@@ -92,6 +92,7 @@ whole interval, if it is shorter): the group stopped answering.
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.workload, "workload", workloadNoop, `"noop" or "log"`)
+	addTxnBenchFlags(cmd, &o.txn)
 	fl.StringVar(&o.dir, "dir", "", "cluster directory (cluster.json, keys/; required)")
 	fl.Uint32Var(&o.group, "group", 0, "the group to drive")
 	fl.IntVar(&o.clients, "clients", 16, "concurrent callers sharing the one group client")
@@ -103,7 +104,6 @@ whole interval, if it is shorter): the group stopped answering.
 	fl.StringVar(&o.progress, "progress", "auto", `live progress: "bar" (a progress bar), "lines" (a line every 5s), "off", or "auto" (bar on a terminal, else lines)`)
 	fl.DurationVar(&o.callTimeout, "call-timeout", 30*time.Second, "a call without a result after this long counts as an error (> 0)")
 	fl.IntVar(&o.window, "window", 0, "envelopes outstanding (W; 0: the cluster's client_window, which is also the most allowed)")
-	addTxnBenchFlags(cmd, &o.txn)
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
