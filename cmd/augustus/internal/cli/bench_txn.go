@@ -64,7 +64,10 @@ transaction, --load-clients transactions in flight, each within one group).
 "bank" moves money between --items accounts: read two accounts, then one
 update guarded by cmp on both; --load (re)sets every balance; the total is
 checked in one transaction at the end; --history FILE writes the run's history
-(pkg/txn/txntest/history text format) and --check runs the Elle checker on it.
+(pkg/txn/txntest/history text format) and --check runs the Elle checker on it;
+several bench processes against one cluster take their own client keys and
+--process-base, and --check-history FILE (repeated) merges and checks their
+files.
 --multi-group and --byzantine take comma-separated lists: each combination is
 one measured interval, in one process, against the same cluster.
 --byzantine PCT makes that share of the callers Byzantine (the paper's Fig. 5):

@@ -118,7 +118,7 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		h1 := filepath.Join(t.TempDir(), "h1.txt")
 		rep, out, stderr, code := runTxnBenchJSON(t, "--dir", dir, "--workload", "bank", "--load", "--items", "16",
 			"--multi-group", "50", "--byzantine", "0,25", "--clients", "4", "--duration", "1s", "--warmup", "0s",
-			"--history", h1, "--check", "--byz-poll", "20ms", "--recovery-grace", "20ms")
+			"--history", h1, "--check", "--byz-poll", "20ms", "--recovery-grace", "20ms", "--byz-pending", "2")
 		require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
 		require.NotNil(t, rep.Bank)
 		require.True(t, rep.Bank.TotalOK)
@@ -127,6 +127,7 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		require.Empty(t, rep.Bank.Anomalies)
 		require.Positive(t, rep.Bank.CheckedTxns)
 		require.Contains(t, out, "Elle check (strict serializability)")
+		require.Positive(t, rep.Runs[1].Byzantine.Abandoned, "a Byzantine transfer was abandoned")
 
 		// Round trip: the file parses to the ops written, and encodes back
 		// to the same lines.
