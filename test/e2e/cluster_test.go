@@ -48,6 +48,9 @@ type proc struct {
 type clusterOptions struct {
 	// checkpointInterval and logWindow are K and L (0: the defaults).
 	checkpointInterval, logWindow uint64
+	// groups (default 1) and clients (default 2) as augustus init takes
+	// them.
+	groups, clients int
 }
 
 // newCluster writes a cluster with `augustus init` and moves every address
@@ -55,7 +58,11 @@ type clusterOptions struct {
 func newCluster(t *testing.T, o clusterOptions) *testCluster {
 	t.Helper()
 	dir := t.TempDir()
-	args := []string{"init", "--dir", dir, "--groups", "1", "--f", "1", "--clients", "2", "--base-port", "1"}
+	groups, clients := max(o.groups, 1), o.clients
+	if clients == 0 {
+		clients = 2
+	}
+	args := []string{"init", "--dir", dir, "--groups", fmt.Sprint(groups), "--f", "1", "--clients", fmt.Sprint(clients), "--base-port", "1"}
 	if o.checkpointInterval > 0 {
 		args = append(args, "--checkpoint-interval", fmt.Sprint(o.checkpointInterval), "--log-window", fmt.Sprint(o.logWindow))
 	}
@@ -67,17 +74,23 @@ func newCluster(t *testing.T, o clusterOptions) *testCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addrs := freeAddrs(t, 3*len(c.Groups[0].Replicas))
-	for i := range c.Groups[0].Replicas {
-		r := &c.Groups[0].Replicas[i]
-		r.PeerAddr, r.ClientAddr, r.MetricsAddr = addrs[3*i], addrs[3*i+1], addrs[3*i+2]
+	addrs := freeAddrs(t, 3*len(c.Groups)*len(c.Groups[0].Replicas))
+	k := 0
+	for g := range c.Groups {
+		for i := range c.Groups[g].Replicas {
+			r := &c.Groups[g].Replicas[i]
+			r.PeerAddr, r.ClientAddr, r.MetricsAddr = addrs[k], addrs[k+1], addrs[k+2]
+			k += 3
+		}
 	}
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	tc := &testCluster{t: t, dir: dir, c: c, procs: map[string]*proc{}}
-	for _, r := range c.Groups[0].ReplicasByIndex() {
-		tc.names = append(tc.names, r.Name)
+	for _, g := range c.Groups {
+		for _, r := range g.ReplicasByIndex() {
+			tc.names = append(tc.names, r.Name)
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		t.Fatal(err)
