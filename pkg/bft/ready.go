@@ -3,8 +3,10 @@ package bft
 import "github.com/augustus-db/augustus/pkg/bft/bftpb"
 
 // Ready is what the host must do after feeding the node. Order matters:
-//  1. persist HardState, Records and Deletes in one atomic, synced write (P1);
-//  2. only then send Messages and Replies;
+//  1. persist HardState, Records and Deletes in one atomic write (P1);
+//  2. send Messages and Replies only once that write is durable (synced —
+//     by a sync of its own or, with a sequential log, by a later sync that
+//     covers it and other rounds too: group commit, pkg/bft/host);
 //  3. execute Executions in order, each committing its state changes, its
 //     client updates and its sequence number atomically (P2), and report each
 //     with Node.Executed;

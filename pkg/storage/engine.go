@@ -34,6 +34,12 @@ type Options struct {
 	// ReadOnly opens an existing store without writing to it (saved
 	// checkpoints are opened so).
 	ReadOnly bool
+	// NoSync makes every sync of the write-ahead log a no-op (durability
+	// mode "none" of cluster.json): a synced commit or SyncWAL still hands
+	// the log to the operating system before it returns, so a process crash
+	// loses nothing, but a power cut loses the log's tail. Sstables, the
+	// manifest and directories are synced as always.
+	NoSync bool
 
 	// stagingFileSize is the target size of the sstables InstallCheckpoint
 	// stages; 0 means defaultStagingFileSize. Tests lower it.
@@ -93,6 +99,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	if opts.Metrics != nil {
 		fs = syncCountingFS{FS: fs, m: opts.Metrics}
+	}
+	if opts.NoSync {
+		// Outside the counter: the syncs it drops are not counted.
+		fs = noSyncWALFS{FS: fs}
 	}
 	if !opts.ReadOnly {
 		if err := createDir(fs, dir); err != nil {

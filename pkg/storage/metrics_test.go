@@ -82,6 +82,7 @@ func TestMetricNamesFollowTheConvention(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"augustus_storage_written_bytes_total",
 		"augustus_storage_batch_commit_duration_seconds",
+		"augustus_storage_wal_sync_duration_seconds",
 		"augustus_storage_fsyncs_total",
 		"augustus_storage_checkpoint_installs_total",
 	}, names)

@@ -368,6 +368,10 @@ func (e *simExec) Submit(job *host.Job) {
 	if r.crashAfter || !r.up {
 		return
 	}
+	if job.Sync {
+		r.runSync(job)
+		return
+	}
 	r.jobs = append(r.jobs, job)
 	if !r.busy {
 		r.nextJob()
@@ -404,6 +408,30 @@ func (r *SimReplica) nextJob() {
 		}
 		r.finish(res, inc)
 		r.nextJob()
+	})
+}
+
+// runSync runs a sync job (group commit, host/durable.go) beside the
+// execution queue, as production's syncer goroutine does: the WAL sync
+// happens when the scheduler says, and the loop hears of it after the
+// results delivered before. The loop has one sync out at a time, so they
+// stay in order. (Run in the execution queue, a sync would wait behind an
+// install that waits for messages the sync holds back.)
+func (r *SimReplica) runSync(job *host.Job) {
+	w := r.g.w
+	inc := r.incarnation
+	var d int64 // scenario tests (Env): syncs complete at once
+	if w.manual == nil {
+		d = w.rng.Int64N(2000) // an fsync: up to 2 ms
+		if w.rng.IntN(16) == 0 {
+			d = w.rng.Int64N(50_000) // a slow disk
+		}
+	}
+	w.After(d, func() {
+		if r.incarnation != inc || !r.up {
+			return
+		}
+		r.finish(r.loop.RunExecutions(job), inc)
 	})
 }
 

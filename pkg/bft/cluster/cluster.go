@@ -56,7 +56,25 @@ type Cluster struct {
 	// Admins hold the keys that may write the metadata keyspace (txn.md
 	// M5); see admin.go.
 	Admins []Admin `json:"admins,omitempty"`
+	// Sync is the replicas' durability mode: "fsync" (the default when
+	// empty) syncs every replica's log before a message that depends on it
+	// leaves (pbft.md P1), so the group survives a power cut of every
+	// replica; "none" never syncs the log: a process crash loses nothing,
+	// but a replica that loses power may lose its log's tail and then
+	// counts as faulty, so the group survives power cuts of up to f
+	// replicas at a time, not of the whole group. What is sent is the same
+	// in both modes, only when it is synced differs.
+	Sync string `json:"sync,omitempty"`
 }
+
+// Durability modes (Cluster.Sync).
+const (
+	SyncFsync = "fsync"
+	SyncNone  = "none"
+)
+
+// NoSync reports whether the replicas run in durability mode "none".
+func (c *Cluster) NoSync() bool { return c.Sync == SyncNone }
 
 // Group is one replica group of n = 3F+1 replicas.
 type Group struct {
@@ -106,7 +124,7 @@ var (
 )
 
 // SetDefaults fills the zero tunables (client window, checkpoint interval,
-// log window) with their defaults.
+// log window, sync) with their defaults.
 func (c *Cluster) SetDefaults() {
 	if c.ClientWindow == 0 {
 		c.ClientWindow = DefaultClientWindow
@@ -116,6 +134,9 @@ func (c *Cluster) SetDefaults() {
 	}
 	if c.LogWindow == 0 {
 		c.LogWindow = DefaultLogWindow
+	}
+	if c.Sync == "" {
+		c.Sync = SyncFsync
 	}
 }
 

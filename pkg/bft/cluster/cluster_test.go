@@ -55,6 +55,7 @@ func TestLoadFillsDefaultsForAbsentTunables(t *testing.T) {
 	delete(m, "client_window")
 	delete(m, "checkpoint_interval")
 	delete(m, "log_window")
+	delete(m, "sync")
 	data, err = json.Marshal(m)
 	require.NoError(t, err)
 	got, err := Parse(data)
@@ -62,6 +63,18 @@ func TestLoadFillsDefaultsForAbsentTunables(t *testing.T) {
 	require.Equal(t, 16, got.ClientWindow)
 	require.Equal(t, DefaultCheckpointInterval, got.CheckpointInterval)
 	require.Equal(t, DefaultLogWindow, got.LogWindow)
+	require.Equal(t, SyncFsync, got.Sync)
+	require.False(t, got.NoSync())
+}
+
+func TestLoadReadsSyncNone(t *testing.T) {
+	c := validCluster(t)
+	c.Sync = SyncNone
+	path := filepath.Join(t.TempDir(), FileName)
+	require.NoError(t, c.Save(path))
+	got, err := Load(path)
+	require.NoError(t, err)
+	require.True(t, got.NoSync())
 }
 
 func TestLoadRejectsUnknownFields(t *testing.T) {

@@ -77,6 +77,11 @@ func (v *validator) params(c *Cluster) {
 	if k == 0 || l%k != 0 || l < 2*k {
 		v.add(ErrBadParameter, "log_window L=%d must be a multiple of checkpoint_interval K=%d and at least 2K", l, k)
 	}
+	switch c.Sync {
+	case "", SyncFsync, SyncNone:
+	default:
+		v.add(ErrBadParameter, "sync %q: want %q or %q", c.Sync, SyncFsync, SyncNone)
+	}
 	switch c.ClientPolicy {
 	case PolicyListed:
 		if len(c.Clients) == 0 {

@@ -256,6 +256,7 @@ func TestValidateRejectsBadParameters(t *testing.T) {
 		"L not a multiple":     {func(c *Cluster) { c.LogWindow = 300 }, "log_window L=300 must be a multiple of checkpoint_interval K=128"},
 		"L below 2K":           {func(c *Cluster) { c.LogWindow = 128 }, "at least 2K"},
 		"zero checkpoint int.": {func(c *Cluster) { c.CheckpointInterval = 0 }, "K=0"},
+		"unknown sync mode":    {func(c *Cluster) { c.Sync = "fdatasync" }, `sync "fdatasync": want "fsync" or "none"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

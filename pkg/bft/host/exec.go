@@ -11,11 +11,17 @@ import (
 
 // RunExecutions executes an execution job (N7, P2): per run of batches one
 // indexed storage batch holding the application's writes, the client-table
-// changes (C2) and the applied sequence number, committed with one fsync,
-// split after each checkpoint so that the checkpoint's digest and snapshot
-// are exactly the state after that batch (G1). The Executor calls it off
-// the loop; it touches only the store, the application and the snapshots.
+// changes (C2) and the applied sequence number, committed atomically without
+// a sync of its own (the loop's next WAL sync covers it; durable.go says why
+// that keeps P2 and what a power cut can lose), split after each checkpoint
+// so that the checkpoint's digest and snapshot are exactly the state after
+// that batch (G1; saving the checkpoint syncs the WAL). The Executor calls it
+// off the loop; it touches only the store, the application and the
+// snapshots. It also runs a sync job (Job.Sync).
 func (l *Loop) RunExecutions(job *Job) *JobResult {
+	if job.Sync {
+		return l.runSync(job)
+	}
 	start := l.now()
 	exs := job.Executions
 	out := &JobResult{Job: job, Results: make([][][]byte, len(exs)), Digests: make([][]byte, len(exs))}
@@ -42,7 +48,7 @@ func (l *Loop) RunExecutions(job *Job) *JobResult {
 		if !ex.Checkpoint && i != len(exs)-1 {
 			continue
 		}
-		if err := l.engine.Commit(b, true); err != nil {
+		if err := l.engine.Commit(b, false); err != nil {
 			out.Err = fmt.Errorf("host: commit executed batches: %w", err)
 			return out
 		}

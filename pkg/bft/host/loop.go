@@ -35,7 +35,9 @@ type Network interface {
 // each completes, so execution can lag behind commit by many batches.
 // Whatever it runs, it reports with Loop.Finished, on the loop.
 //
-// An execution job is run with Loop.RunExecutions. An install job is run by
+// An execution job is run with Loop.RunExecutions, and so is a sync job
+// (Job.Sync), which may run beside the others — sync jobs need only run in
+// the order submitted among themselves. An install job is run by
 // fetching the target's state from peers and calling Loop.Install with the
 // chunks (again with another peer if one fails), until it succeeds or the
 // job's context ends.
@@ -52,6 +54,12 @@ type Job struct {
 	Executions []bft.Execution
 	// Target is set for an install job.
 	Target *bft.StateTarget
+	// Sync is set for a sync job (group commit, durable.go): one WAL sync
+	// that makes every persist the loop committed before submitting it
+	// durable. It is run with RunExecutions too; a production Executor may
+	// run sync jobs beside the others (they only need to run in order
+	// among themselves), and its result is never void.
+	Sync bool
 	// Ctx of an install job ends when a newer target supersedes it or the
 	// loop closes.
 	Ctx context.Context
@@ -91,9 +99,10 @@ type Config struct {
 // finished job (Finished) — each followed by Process, which carries out what
 // the node asks for, in the order of bft.Ready (pbft.md P1–P3):
 //
-//  1. persist the hard state and log records in one commit, synced when the
-//     round sends anything (P1);
-//  2. send messages, then replies;
+//  1. persist the hard state and log records in one commit, without sync;
+//  2. hand messages and replies to the Network once a WAL sync covers
+//     every persist before them — at once if nothing is pending, else when
+//     the sync job that covers them finishes (P1, group commit: durable.go);
 //  3. submit committed batches to the Executor (N7, P2);
 //  4. start a state transfer, submitting an install job (G3);
 //  5. Advance.
@@ -123,6 +132,9 @@ type Loop struct {
 	closed   bool
 
 	arrivals map[arrivalKey]time.Time
+
+	// Group commit (durable.go).
+	dur durability
 }
 
 type arrivalKey struct {
@@ -198,6 +210,13 @@ func (l *Loop) Propose(r *bftpb.Request) {
 			l.arrivals[k] = l.cfg.Clock()
 		}
 	}
+	if l.holdRequest(r) {
+		return
+	}
+	l.propose(r)
+}
+
+func (l *Loop) propose(r *bftpb.Request) {
 	if err := l.node.Propose(r); err != nil && !errors.Is(err, bft.ErrBusy) {
 		l.log.Debug("request refused", "err", err)
 	}
@@ -214,17 +233,11 @@ func (l *Loop) Process() error {
 				return err // E12/P1: never send what could not be persisted
 			}
 			l.observeSince(l.metricPersist(), start)
+			l.persisted(&rd)
 		}
-		for _, out := range rd.Messages {
-			if out.Broadcast {
-				l.cfg.Net.Broadcast(out.Msg)
-			} else {
-				l.cfg.Net.Send(out.To, out.Msg)
-			}
-		}
-		for _, rep := range rd.Replies {
-			l.reply(rep)
-		}
+		// P1: the messages and replies leave once a sync covers this
+		// round's persist and every one before it (durable.go).
+		l.emit(rd.Messages, rd.Replies)
 		if len(rd.Executions) > 0 {
 			l.cfg.Exec.Submit(&Job{Gen: l.gen, Executions: rd.Executions})
 		}
@@ -233,6 +246,7 @@ func (l *Loop) Process() error {
 		}
 		l.node.Advance()
 	}
+	l.startSync()
 	if l.metrics != nil {
 		l.metrics.observe(l.node)
 	}
@@ -260,6 +274,11 @@ func (l *Loop) startTransfer(t *bft.StateTarget) {
 // the installed checkpoint executed when the store no longer holds them.
 func (l *Loop) Finished(res *JobResult) error {
 	job := res.Job
+	if job.Sync {
+		// Not subject to the generation: what it makes durable is the
+		// protocol log, which a state transfer does not replace.
+		return l.synced(res)
+	}
 	if job.Gen != l.gen {
 		return nil
 	}
@@ -269,6 +288,9 @@ func (l *Loop) Finished(res *JobResult) error {
 	if res.Err != nil {
 		return res.Err
 	}
+	// The executions are committed, not synced: the replies they lead to
+	// wait for a sync that covers them (durable.go).
+	l.executed()
 	for i := range job.Executions {
 		if err := l.node.Executed(job.Executions[i].Seq, res.Results[i], res.Digests[i]); err != nil {
 			return err

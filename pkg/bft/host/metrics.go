@@ -16,6 +16,7 @@ type Metrics struct {
 	BatchSize            prometheus.Histogram
 	RequestLatency       prometheus.Histogram
 	PersistLatency       prometheus.Histogram
+	SyncLatency          prometheus.Histogram
 	ExecuteLatency       prometheus.Histogram
 	StateTransferBytes   prometheus.Counter
 	StateTransferResumes prometheus.Counter
@@ -66,8 +67,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		CheckpointLag:        g("checkpoint_lag_seqs", "Executed sequence numbers above the last stable checkpoint."),
 		BatchSize:            h("batch_size_requests", "Requests per executed batch.", prometheus.ExponentialBuckets(1, 2, 12)),
 		RequestLatency:       h("request_latency_seconds", "Time from a request's arrival at this replica to its reply.", latency),
-		PersistLatency:       h("persist_duration_seconds", "Time to persist one round of log records (one fsync).", latency),
-		ExecuteLatency:       h("execute_duration_seconds", "Time to execute and commit a run of batches (one fsync).", latency),
+		PersistLatency:       h("persist_duration_seconds", "Time to commit one round of log records (without sync; a sync job covers it).", latency),
+		SyncLatency:          h("sync_duration_seconds", "Time of one sync job: the WAL sync that covers every round committed before it (group commit).", latency),
+		ExecuteLatency:       h("execute_duration_seconds", "Time to execute and commit a run of batches (without sync; the next sync covers it).", latency),
 		StateTransferBytes:   c("state_transfer_bytes_total", "Bytes of state received by state transfer."),
 		StateTransferResumes: c("state_transfer_resumes_total", "State-transfer streams that broke and continued from another peer after the last chunk received."),
 		StateTransfers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "augustus_bft_state_transfers_total",

@@ -49,12 +49,13 @@ func replyKey(c bft.ClientID, ts uint64) []byte {
 
 func lowKey(c bft.ClientID) []byte { return append([]byte{prefixLowMark}, c...) }
 
-// persistReady writes step 1 of a Ready (P1) in one commit. The commit is
-// synced only if the Ready sends messages: P1 asks for durability before a
-// message leaves, and pebble's WAL is sequential, so the next synced commit
-// (this one or a later one) makes every earlier write durable too. A round
-// that only records received messages and sends nothing needs no fsync of its
-// own; losing it in a crash is the same as never having received them.
+// persistReady writes step 1 of a Ready (P1) in one commit, never synced
+// here: P1 asks for durability before a message leaves, and the loop holds
+// the round's messages until a WAL sync covers this commit (durable.go).
+// Pebble's WAL is sequential, so one sync makes every earlier commit durable
+// too. A round that only records received messages and sends nothing needs
+// no fsync of its own; losing it in a crash is the same as never having
+// received them.
 func persistReady(e *storage.Engine, rd *bft.Ready) error {
 	b := e.NewBatch()
 	defer b.Close()
@@ -81,7 +82,7 @@ func persistReady(e *storage.Engine, rd *bft.Ready) error {
 			return err
 		}
 	}
-	if err := e.Commit(b, len(rd.Messages) > 0); err != nil {
+	if err := e.Commit(b, false); err != nil {
 		return fmt.Errorf("replica: persist log: %w", err)
 	}
 	return nil

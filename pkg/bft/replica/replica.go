@@ -44,9 +44,11 @@ type Replica struct {
 	transportMetrics *transport.Metrics
 
 	inbox chan input
-	// jobs feeds the executor goroutine; done brings its results back.
-	jobs chan *host.Job
-	done chan *host.JobResult
+	// jobs feeds the executor goroutine, syncs the syncer goroutine; done
+	// brings their results back.
+	jobs  chan *host.Job
+	syncs chan *host.Job
+	done  chan *host.JobResult
 	// signs feeds the reply signers.
 	signs chan signJob
 	// stop is closed when Run ends, so that Submit never blocks forever.
@@ -123,7 +125,8 @@ func New(cfg Config) (*Replica, error) {
 		peerKey:          peerKeys,
 		inbox:            make(chan input, 4096),
 		jobs:             make(chan *host.Job, jobQueue),
-		done:             make(chan *host.JobResult, jobQueue+1),
+		syncs:            make(chan *host.Job, 1),
+		done:             make(chan *host.JobResult, jobQueue+2),
 		signs:            make(chan signJob, 4096),
 		stop:             make(chan struct{}),
 		ready:            make(chan struct{}),
@@ -137,6 +140,9 @@ func New(cfg Config) (*Replica, error) {
 		return nil, fmt.Errorf("replica: reply MAC keys: %w", err)
 	}
 	opts := cfg.StorageOptions
+	// Durability mode "none" (cluster.json "sync"): the log is never
+	// synced; everything else, what is sent included, is the same.
+	opts.NoSync = opts.NoSync || cfg.Cluster.NoSync()
 	if opts.Metrics == nil {
 		opts.Metrics = storage.NewMetrics(cfg.Registerer)
 	}
@@ -154,7 +160,7 @@ func New(cfg Config) (*Replica, error) {
 	node := r.loop.Node()
 	v, vc := node.View()
 	r.log.Info("replica restored", "view", v, "view_changing", vc, "executed", node.LastExecuted(),
-		"stable", node.LowWatermark())
+		"stable", node.LowWatermark(), "sync", cfg.Cluster.Sync)
 	return r, nil
 }
 
@@ -197,10 +203,14 @@ func (r *Replica) Run(ctx context.Context) (err error) {
 	if err := r.startNetwork(ctx); err != nil {
 		return err
 	}
-	r.wg.Add(1)
+	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
 		r.runExecutor(ctx)
+	}()
+	go func() {
+		defer r.wg.Done()
+		r.runSyncer(ctx)
 	}()
 	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
 		r.wg.Add(1)
@@ -368,13 +378,43 @@ func (r *Replica) finishReply(rep *bftpb.Reply, sign [][]byte) {
 	r.server.SendReply(rep)
 }
 
-// executor is the loop's Executor: one goroutine runs the jobs in order.
+// executor is the loop's Executor: one goroutine runs the execution and
+// install jobs in order, another the sync jobs, so a WAL sync (and the
+// messages waiting for it) never waits behind an execution or a state
+// transfer. The loop has at most one sync job out (host/durable.go).
 type executor Replica
 
 func (e *executor) Submit(job *host.Job) {
+	q := e.jobs
+	if job.Sync {
+		q = e.syncs
+	}
 	select {
-	case e.jobs <- job:
+	case q <- job:
 	case <-e.stop:
+	}
+}
+
+// runSyncer runs the sync jobs: one WAL sync each, covering every round the
+// loop committed before submitting it (group commit).
+func (r *Replica) runSyncer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case job := <-r.syncs:
+			res := r.loop.RunExecutions(job)
+			// done has room for it: the executor fills at most jobQueue+1
+			// of its places, and one sync job is out at a time.
+			select {
+			case r.done <- res:
+			case <-ctx.Done():
+				return
+			}
+			if res.Err != nil {
+				return // a local fault: the loop stops the replica
+			}
+		}
 	}
 }
 
