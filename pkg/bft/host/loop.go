@@ -29,6 +29,14 @@ type Network interface {
 	Reply(rep *bftpb.Reply, sign [][]byte)
 }
 
+// Flusher is a Network that holds what Send and Broadcast hand it until
+// Flush: the loop flushes at the end of every Process, so the messages of a
+// round (and of every round a sync released) leave together — with
+// pkg/bft/transport, one write per peer.
+type Flusher interface {
+	Flush()
+}
+
 // Executor runs the loop's jobs — committed batches to execute and state
 // transfers to install — one at a time, in the order submitted, off the
 // loop: production runs them on one goroutine; the simulator decides when
@@ -247,6 +255,9 @@ func (l *Loop) Process() error {
 		l.node.Advance()
 	}
 	l.startSync()
+	if f, ok := l.cfg.Net.(Flusher); ok {
+		f.Flush()
+	}
 	if l.metrics != nil {
 		l.metrics.observe(l.node)
 	}

@@ -328,8 +328,11 @@ func (r *Replica) startNetwork(ctx context.Context) error {
 // replicaNet is the loop's Network: the transport.
 type replicaNet Replica
 
-func (n *replicaNet) Send(to bft.ReplicaID, m *bftpb.Message) { n.peers.Send(uint32(to), m) }
-func (n *replicaNet) Broadcast(m *bftpb.Message)              { n.peers.Broadcast(m) }
+// Send and Broadcast queue; Flush, at the end of each of the loop's
+// rounds, sends what was queued for each peer in one write (a PeerBatch).
+func (n *replicaNet) Send(to bft.ReplicaID, m *bftpb.Message) { n.peers.Queue(uint32(to), m) }
+func (n *replicaNet) Broadcast(m *bftpb.Message)              { n.peers.QueueBroadcast(m) }
+func (n *replicaNet) Flush()                                  { n.peers.Flush() }
 
 // Reply MACs and sends at once a reply without signatures; one with
 // signatures goes to the signer pool, so Ed25519 (≈ 18 µs each) never runs

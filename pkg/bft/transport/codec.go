@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
@@ -52,6 +53,77 @@ func (e *Encoded) Len() int { return len(e.b) }
 // Kind is the kind of the encoded message.
 func (e *Encoded) Kind() Kind { return e.kind }
 
+// peerBatch is one PeerBatch written to a Peer stream, built from encoded
+// messages without re-encoding them: the encoding of a repeated message
+// field is each element's bytes behind its tag and length, so the codec
+// writes the prefixes and the shared message bytes one after the other.
+type peerBatch struct {
+	prefixes []byte // every message's tag and length, back to back
+	ends     []int  // end of message i's prefix in prefixes
+	items    []queued
+	bytes    int // encoded size
+}
+
+// peerBatchField is the field number of PeerBatch.messages.
+const peerBatchField = 1
+
+func (b *peerBatch) add(q queued) {
+	before := len(b.prefixes)
+	b.prefixes = protowire.AppendTag(b.prefixes, peerBatchField, protowire.BytesType)
+	b.prefixes = protowire.AppendVarint(b.prefixes, uint64(q.e.Len()))
+	b.ends = append(b.ends, len(b.prefixes))
+	b.items = append(b.items, q)
+	b.bytes += len(b.prefixes) - before + q.e.Len()
+}
+
+// reset empties b for reuse, dropping its references to messages. The
+// prefixes get a new array: gRPC may still be writing the old one (it
+// writes asynchronously and never copies a SliceBuffer).
+func (b *peerBatch) reset() {
+	clear(b.items)
+	b.prefixes, b.ends, b.items, b.bytes = nil, b.ends[:0], b.items[:0], 0
+}
+
+// marshal returns the buffers of b's encoding: prefix, message, prefix, ...
+func (b *peerBatch) marshal() mem.BufferSlice {
+	out := make(mem.BufferSlice, 0, 2*len(b.items))
+	start := 0
+	for i, q := range b.items {
+		out = append(out, mem.SliceBuffer(b.prefixes[start:b.ends[i]:b.ends[i]]), mem.SliceBuffer(q.e.b))
+		start = b.ends[i]
+	}
+	return out
+}
+
+// eachBatchedMessage calls fn with the bytes of every message of an encoded
+// PeerBatch, in order; unknown fields are skipped (a newer peer may add
+// some). Any bytes may arrive here: a malformed encoding is an error, never
+// a panic.
+func eachBatchedMessage(b []byte, fn func([]byte)) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("%w: peer batch: %w", ErrMalformed, protowire.ParseError(n))
+		}
+		b = b[n:]
+		if num == peerBatchField && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return fmt.Errorf("%w: peer batch: %w", ErrMalformed, protowire.ParseError(n))
+			}
+			fn(v)
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return fmt.Errorf("%w: peer batch: %w", ErrMalformed, protowire.ParseError(n))
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
 // frame is a received gRPC message that has not been decoded yet. The stream
 // handlers receive frames rather than protobuf messages so that decoding (and
 // its failures) happens in this package's own decoders, where a malformed
@@ -94,6 +166,8 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 	switch v := v.(type) {
 	case *Encoded:
 		return mem.BufferSlice{mem.SliceBuffer(v.b)}, nil
+	case *peerBatch:
+		return v.marshal(), nil
 	case proto.Message:
 		b, err := proto.Marshal(v)
 		if err != nil {

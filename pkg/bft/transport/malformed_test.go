@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
@@ -54,10 +55,10 @@ func TestMalformedPeerPayloadClosesOnlyItsStream(t *testing.T) {
 	stream, err := raw.Peer(ctx)
 	require.NoError(t, err)
 	// A message without a body is dropped; the stream stays open.
-	require.NoError(t, stream.SendMsg(&Encoded{b: nil}))
+	require.NoError(t, stream.SendMsg(batchOf(nil)))
 	ok, err := EncodeMessage(prepare(1, 5, 8))
 	require.NoError(t, err)
-	require.NoError(t, stream.SendMsg(ok))
+	require.NoError(t, stream.SendMsg(batchOf(ok.b)))
 	waitFor(t, "the valid message", func() bool { return srv.rec.count() == 1 })
 	require.Equal(t, 1.0, dropped(t, srv.metrics, DropNoBody))
 
@@ -71,6 +72,35 @@ func TestMalformedPeerPayloadClosesOnlyItsStream(t *testing.T) {
 	// The server still serves: the real peer's stream delivers.
 	c.nodes[1].peers.Send(0, prepare(1, 6, 8))
 	waitFor(t, "delivery after the garbage", func() bool { return srv.rec.count() == 2 })
+}
+
+// batchOf encodes a PeerBatch of the given encoded messages.
+func batchOf(msgs ...[]byte) *Encoded {
+	var b []byte
+	for _, m := range msgs {
+		b = protowire.AppendTag(b, peerBatchField, protowire.BytesType)
+		b = protowire.AppendBytes(b, m)
+	}
+	return &Encoded{b: b}
+}
+
+// A PeerBatch whose second message is garbage delivers the first, then
+// closes the stream.
+func TestMalformedMessageInAPeerBatchDeliversThoseBeforeAndClosesTheStream(t *testing.T) {
+	c := newCluster(t, 2)
+	srv := c.nodes[0]
+	raw := rawClient(t, c, srv, c.nodes[1])
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := raw.Peer(ctx)
+	require.NoError(t, err)
+	ok, err := EncodeMessage(prepare(1, 5, 8))
+	require.NoError(t, err)
+	require.NoError(t, stream.SendMsg(batchOf(ok.b, garbage)))
+	_, err = stream.CloseAndRecv()
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+	require.Equal(t, 1, srv.rec.count())
+	require.Equal(t, 1.0, decodeErrors(t, srv.metrics, rpcPeer))
 }
 
 func TestMalformedClientRequestClosesItsStream(t *testing.T) {

@@ -78,6 +78,7 @@ type Metrics struct {
 	decodeErrs   *prometheus.CounterVec
 	handshakes   *prometheus.CounterVec
 	streams      *prometheus.GaugeVec
+	peerWrites   prometheus.Counter
 
 	// Resolved per kind and reason so the hot path does no label lookups.
 	sentMsgK, sentBytesK, recvMsgK, recvBytesK [numKinds]prometheus.Counter
@@ -112,6 +113,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		decodeErrs:   counter("decode_errors_total", "Payloads that failed to decode (the stream is closed), by rpc.", "rpc"),
 		handshakes:   counter("handshake_failures_total", "Failed TLS handshakes, by side (client or server).", "side"),
 		streams:      gauge("open_streams", "Open streams, by rpc and side (client or server).", "rpc", "side"),
+		peerWrites: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "peer_writes_total",
+			Help: "Writes on replica-to-replica streams; each carries every message queued for the peer then (a PeerBatch)."}),
 	}
 	for k := Kind(0); k < numKinds; k++ {
 		m.sentMsgK[k] = m.sentMessages.WithLabelValues(k.String())
@@ -126,7 +129,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		for _, c := range []prometheus.Collector{
 			m.sentMessages, m.sentBytes, m.recvMessages, m.recvBytes, m.dropped, m.reconnects,
-			m.queueMsgs, m.queueBytes, m.rejected, m.decodeErrs, m.handshakes, m.streams,
+			m.queueMsgs, m.queueBytes, m.rejected, m.decodeErrs, m.handshakes, m.streams, m.peerWrites,
 		} {
 			reg.MustRegister(c)
 		}

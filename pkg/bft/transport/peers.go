@@ -125,6 +125,7 @@ func NewPeers(ctx context.Context, cfg PeersConfig) (*Peers, error) {
 			metrics:     cfg.Metrics,
 			reconnects:  cfg.Metrics.reconnects.WithLabelValues(label),
 			log:         p.log.With("peer", id, "addr", addr),
+			maxBatch:    min(cfg.MaxMessageBytes, maxPeerBatchBytes),
 		}
 		p.order = append(p.order, id)
 	}
@@ -193,12 +194,56 @@ func (p *Peers) BroadcastEncoded(e *Encoded) int {
 
 // SendEncoded is Send of an already encoded message; e is shared, not copied.
 func (p *Peers) SendEncoded(to uint32, e *Encoded) bool {
+	return p.sendEncoded(to, e, true)
+}
+
+// Queue queues m for replica to like Send, but the peer's goroutine is
+// woken only by Flush: the messages queued between two Flushes leave
+// together, as one write on the stream (PeerBatch).
+func (p *Peers) Queue(to uint32, m *bftpb.Message) bool {
+	e, err := EncodeMessage(m)
+	if err != nil {
+		p.metrics.drop(DropEncode)
+		return false
+	}
+	return p.sendEncoded(to, e, false)
+}
+
+// QueueBroadcast queues m for every other replica like Broadcast, to leave
+// at the next Flush; it marshals m once.
+func (p *Peers) QueueBroadcast(m *bftpb.Message) int {
+	e, err := EncodeMessage(m)
+	if err != nil {
+		p.metrics.drop(DropEncode)
+		return 0
+	}
+	n := 0
+	for _, id := range p.order {
+		if p.sendEncoded(id, e, false) {
+			n++
+		}
+	}
+	return n
+}
+
+// Flush wakes the goroutine of every peer with queued messages: what was
+// queued for a peer since the last Flush leaves in one write.
+func (p *Peers) Flush() {
+	for _, id := range p.order {
+		if l := p.links[id]; l.pending.Swap(false) {
+			l.q.wake()
+		}
+	}
+}
+
+func (p *Peers) sendEncoded(to uint32, e *Encoded, wake bool) bool {
 	l := p.links[to]
 	if l == nil {
 		p.metrics.drop(DropUnknownPeer)
 		return false
 	}
-	if e.Len() > p.maxMsg {
+	// The message travels in a PeerBatch, behind its tag and length.
+	if e.Len()+binaryPrefixMax > p.maxMsg {
 		p.metrics.drop(DropTooLarge)
 		return false
 	}
@@ -216,13 +261,18 @@ func (p *Peers) SendEncoded(to uint32, e *Encoded) bool {
 			q.due = time.Now().Add(v.Delay)
 		}
 	}
-	evicted, refused := l.q.push(q)
+	evicted, refused := l.q.pushQuiet(q)
 	for range evicted {
 		p.metrics.drop(DropQueueFull)
 	}
 	if refused != "" {
 		p.metrics.drop(refused)
 		return false
+	}
+	if wake {
+		l.q.wake()
+	} else {
+		l.pending.Store(true)
 	}
 	return true
 }
@@ -294,6 +344,10 @@ type link struct {
 	reconnects  interface{ Inc() }
 	log         *slog.Logger
 	up          atomic.Bool // a stream is open and accepted
+	// pending: messages were queued since the last Flush.
+	pending atomic.Bool
+	// maxBatch bounds the bytes of one PeerBatch.
+	maxBatch int
 }
 
 // run owns the link until ctx is done: it opens the stream, pumps the queue
@@ -360,9 +414,28 @@ func (l *link) session(ctx context.Context, timer *time.Timer) (up bool, err err
 		wg.Wait()
 	}()
 
+	// Everything queued when the goroutine wakes leaves in one PeerBatch
+	// (up to maxBatch bytes): one gRPC message, one TLS record and one
+	// write per round of the sender rather than per protocol message.
+	var b peerBatch
 	for {
-		q, ok := l.q.pop()
-		if !ok {
+		b.reset()
+		wait := l.q.popReady(time.Now(), l.maxBatch, &b)
+		if len(b.items) == 0 {
+			if !wait.IsZero() {
+				// The oldest message is delayed (fault injection).
+				timer.Reset(time.Until(wait))
+				select {
+				case <-ctx.Done():
+					timer.Stop()
+					return true, ctx.Err()
+				case err := <-ended:
+					timer.Stop()
+					return true, endError(err)
+				case <-timer.C:
+				}
+				continue
+			}
 			select {
 			case <-ctx.Done():
 				return true, ctx.Err()
@@ -372,32 +445,25 @@ func (l *link) session(ctx context.Context, timer *time.Timer) (up bool, err err
 				continue
 			}
 		}
-		if !q.due.IsZero() {
-			if d := time.Until(q.due); d > 0 {
-				timer.Reset(d)
-				select {
-				case <-ctx.Done():
-					timer.Stop()
-					return true, ctx.Err()
-				case err := <-ended:
-					timer.Stop()
-					l.metrics.drop(DropStreamError)
-					return true, endError(err)
-				case <-timer.C:
-				}
+		if err := stream.SendMsg(&b); err != nil {
+			for range b.items {
+				l.metrics.drop(DropStreamError)
 			}
-		}
-		if err := stream.SendMsg(q.e); err != nil {
-			l.metrics.drop(DropStreamError)
 			if errors.Is(err, io.EOF) {
 				// The server ended the stream; its status says why.
 				err = endError(<-ended)
 			}
 			return true, err
 		}
-		l.metrics.sent(q.e.kind, q.e.Len())
+		l.metrics.peerWrites.Inc()
+		for _, q := range b.items {
+			l.metrics.sent(q.e.kind, q.e.Len())
+		}
 	}
 }
+
+// maxPeerBatchBytes bounds one PeerBatch; a larger message goes alone.
+const maxPeerBatchBytes = 4 << 20
 
 func endError(err error) error {
 	if err == nil {

@@ -272,3 +272,25 @@ func TestPeersConnected(t *testing.T) {
 	require.False(t, c.nodes[0].peers.Connected(0))
 	require.False(t, c.nodes[0].peers.Connected(5))
 }
+
+// Messages queued between two Flushes leave in one write (a PeerBatch) and
+// arrive in order; nothing leaves before the Flush.
+func TestQueuedMessagesLeaveInOneWriteAtFlush(t *testing.T) {
+	c := newCluster(t, 2)
+	from, to := c.nodes[1], c.nodes[0]
+	waitFor(t, "the stream", func() bool { return from.peers.Connected(0) })
+	before := value(t, from.metrics.peerWrites)
+	for seq := uint64(1); seq <= 5; seq++ {
+		require.True(t, from.peers.Queue(0, prepare(1, seq, 8)))
+	}
+	msgs, _ := from.peers.QueueLen(0)
+	require.Equal(t, 5, msgs, "queued, not written: nothing woke the peer's goroutine")
+	require.Equal(t, before, value(t, from.metrics.peerWrites))
+	from.peers.Flush()
+	waitFor(t, "the five messages", func() bool { return to.rec.count() == 5 })
+	require.Equal(t, before+1, value(t, from.metrics.peerWrites), "one write for the five")
+	for i, r := range to.rec.messages() {
+		require.Equal(t, uint64(i+1), r.m.GetPrepare().GetSeq())
+		require.Equal(t, uint32(1), r.m.From)
+	}
+}

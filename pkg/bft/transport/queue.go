@@ -54,10 +54,28 @@ func newSendQueue(maxMsgs, maxBytes int, gMsgs, gBytes prometheus.Gauge) *sendQu
 	}
 }
 
-// push appends q. It reports how many older messages it evicted to make room,
-// and, if q itself was refused, why (DropClosed, or DropTooLarge if q alone
-// exceeds the byte bound); an empty reason means q was queued.
+// push appends q and wakes the queue's reader; see pushQuiet.
 func (s *sendQueue) push(q queued) (evicted int, refused string) {
+	evicted, refused = s.pushQuiet(q)
+	if refused == "" {
+		s.wake()
+	}
+	return evicted, refused
+}
+
+// wake tells the reader the queue may be non-empty.
+func (s *sendQueue) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// pushQuiet appends q without waking the reader (wake does). It reports how
+// many older messages it evicted to make room, and, if q itself was refused,
+// why (DropClosed, or DropTooLarge if q alone exceeds the byte bound); an
+// empty reason means q was queued.
+func (s *sendQueue) pushQuiet(q queued) (evicted int, refused string) {
 	size := q.e.Len()
 	s.mu.Lock()
 	if s.closed || size > s.maxBytes {
@@ -76,12 +94,35 @@ func (s *sendQueue) push(q queued) (evicted int, refused string) {
 	s.bytes += size
 	s.gaugesLocked()
 	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
 	return evicted, ""
 }
+
+// popReady moves the oldest messages that are due at now into b, as long as
+// b stays within maxBytes (it takes at least one). If the oldest message is
+// not due yet and b is empty, it returns when it will be (else zero).
+func (s *sendQueue) popReady(now time.Time, maxBytes int, b *peerBatch) (wait time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.n > 0 {
+		q := s.buf[s.head]
+		if !q.due.IsZero() && q.due.After(now) {
+			if len(b.items) == 0 {
+				return q.due
+			}
+			break
+		}
+		if len(b.items) > 0 && b.bytes+q.e.Len()+binaryPrefixMax > maxBytes {
+			break
+		}
+		b.add(s.popLocked())
+	}
+	s.gaugesLocked()
+	return time.Time{}
+}
+
+// binaryPrefixMax bounds the tag and length in front of a message in a
+// PeerBatch.
+const binaryPrefixMax = 1 + 10
 
 // pop removes the oldest message.
 func (s *sendQueue) pop() (queued, bool) {

@@ -54,6 +54,16 @@ type Handler interface {
 	OnFetchState(ctx context.Context, from uint32, req *transportpb.StateRequest, send func(*transportpb.StateChunk) error) error
 }
 
+// BatchHandler is a Handler that also takes the messages of one write of a
+// peer (a PeerBatch) at once, in order, so it can verify their signatures
+// together. The Server calls OnMessages instead of OnMessage when its
+// Handler implements it; ms and its messages belong to the handler until
+// it returns (the messages for good).
+type BatchHandler interface {
+	Handler
+	OnMessages(ctx context.Context, from uint32, ms []*bftpb.Message)
+}
+
 // ServerConfig configures a Server.
 type ServerConfig struct {
 	// TLS is the server's TLS configuration. Replicas must present client
@@ -250,6 +260,8 @@ func (v *service) Peer(stream transportpb.Transport_PeerServer) error {
 	g := v.s.metrics.stream(rpcPeer, "server")
 	g.Inc()
 	defer g.Dec()
+	batch, _ := v.s.h.(BatchHandler)
+	var msgs []*bftpb.Message
 	for {
 		var f frame
 		if err := stream.RecvMsg(&f); err != nil {
@@ -258,20 +270,56 @@ func (v *service) Peer(stream transportpb.Transport_PeerServer) error {
 			}
 			return v.recvError(err)
 		}
+		// A PeerBatch: every message of the peer's write, decoded (and
+		// copied out of the frame) before the frame is released.
+		clear(msgs)
+		msgs = msgs[:0]
+		var bad error
+		berr := eachBatchedMessage(f.bytes(), func(b []byte) {
+			if bad != nil {
+				return
+			}
+			m, err := decodeMessage(b)
+			if errors.Is(err, errNoBody) {
+				v.s.metrics.drop(DropNoBody)
+				return
+			}
+			if err != nil {
+				bad = err
+				return
+			}
+			m.From = from
+			v.s.metrics.received(KindOf(m), len(b))
+			msgs = append(msgs, m)
+		})
 		n := len(f.bytes())
-		m, err := decodeMessage(f.bytes())
 		f.release()
-		if errors.Is(err, errNoBody) {
-			v.s.metrics.drop(DropNoBody)
-			continue
+		if bad == nil {
+			bad = berr
 		}
-		if err != nil {
+		if bad != nil {
+			// What decoded before the malformed part is delivered; the
+			// stream ends.
+			v.deliver(ctx, batch, from, msgs)
 			v.s.metrics.decodeError(rpcPeer)
-			v.s.log.Warn("malformed message; closing stream", "from", from, "bytes", n, "err", err)
-			return status.Error(codes.InvalidArgument, err.Error())
+			v.s.log.Warn("malformed message; closing stream", "from", from, "bytes", n, "err", bad)
+			return status.Error(codes.InvalidArgument, bad.Error())
 		}
-		m.From = from
-		v.s.metrics.received(KindOf(m), n)
+		v.deliver(ctx, batch, from, msgs)
+	}
+}
+
+// deliver hands the messages of one PeerBatch to the handler, all at once if
+// it takes batches.
+func (v *service) deliver(ctx context.Context, batch BatchHandler, from uint32, msgs []*bftpb.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	if batch != nil {
+		batch.OnMessages(ctx, from, msgs)
+		return
+	}
+	for _, m := range msgs {
 		v.s.h.OnMessage(ctx, from, m)
 	}
 }

@@ -30,6 +30,53 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PeerBatch is one write on a Peer stream: protocol messages in the order
+// the sender queued them. Its encoding is the concatenation of the encoded
+// messages, each as field 1, so a sender builds it without re-encoding.
+type PeerBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Messages      []*bftpb.Message       `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerBatch) Reset() {
+	*x = PeerBatch{}
+	mi := &file_augustus_bft_v1_transport_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerBatch) ProtoMessage() {}
+
+func (x *PeerBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_augustus_bft_v1_transport_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerBatch.ProtoReflect.Descriptor instead.
+func (*PeerBatch) Descriptor() ([]byte, []int) {
+	return file_augustus_bft_v1_transport_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *PeerBatch) GetMessages() []*bftpb.Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 // PeerStreamEnd closes a Peer stream. It carries nothing today.
 type PeerStreamEnd struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -39,7 +86,7 @@ type PeerStreamEnd struct {
 
 func (x *PeerStreamEnd) Reset() {
 	*x = PeerStreamEnd{}
-	mi := &file_augustus_bft_v1_transport_proto_msgTypes[0]
+	mi := &file_augustus_bft_v1_transport_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -51,7 +98,7 @@ func (x *PeerStreamEnd) String() string {
 func (*PeerStreamEnd) ProtoMessage() {}
 
 func (x *PeerStreamEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_augustus_bft_v1_transport_proto_msgTypes[0]
+	mi := &file_augustus_bft_v1_transport_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -64,7 +111,7 @@ func (x *PeerStreamEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerStreamEnd.ProtoReflect.Descriptor instead.
 func (*PeerStreamEnd) Descriptor() ([]byte, []int) {
-	return file_augustus_bft_v1_transport_proto_rawDescGZIP(), []int{0}
+	return file_augustus_bft_v1_transport_proto_rawDescGZIP(), []int{1}
 }
 
 // StateRequest asks for the state of the checkpoint at seq.
@@ -86,7 +133,7 @@ type StateRequest struct {
 
 func (x *StateRequest) Reset() {
 	*x = StateRequest{}
-	mi := &file_augustus_bft_v1_transport_proto_msgTypes[1]
+	mi := &file_augustus_bft_v1_transport_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +145,7 @@ func (x *StateRequest) String() string {
 func (*StateRequest) ProtoMessage() {}
 
 func (x *StateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_augustus_bft_v1_transport_proto_msgTypes[1]
+	mi := &file_augustus_bft_v1_transport_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +158,7 @@ func (x *StateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateRequest.ProtoReflect.Descriptor instead.
 func (*StateRequest) Descriptor() ([]byte, []int) {
-	return file_augustus_bft_v1_transport_proto_rawDescGZIP(), []int{1}
+	return file_augustus_bft_v1_transport_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *StateRequest) GetSeq() uint64 {
@@ -160,7 +207,7 @@ type StateChunk struct {
 
 func (x *StateChunk) Reset() {
 	*x = StateChunk{}
-	mi := &file_augustus_bft_v1_transport_proto_msgTypes[2]
+	mi := &file_augustus_bft_v1_transport_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -172,7 +219,7 @@ func (x *StateChunk) String() string {
 func (*StateChunk) ProtoMessage() {}
 
 func (x *StateChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_augustus_bft_v1_transport_proto_msgTypes[2]
+	mi := &file_augustus_bft_v1_transport_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -185,7 +232,7 @@ func (x *StateChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateChunk.ProtoReflect.Descriptor instead.
 func (*StateChunk) Descriptor() ([]byte, []int) {
-	return file_augustus_bft_v1_transport_proto_rawDescGZIP(), []int{2}
+	return file_augustus_bft_v1_transport_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *StateChunk) GetSeq() uint64 {
@@ -220,7 +267,9 @@ var File_augustus_bft_v1_transport_proto protoreflect.FileDescriptor
 
 const file_augustus_bft_v1_transport_proto_rawDesc = "" +
 	"\n" +
-	"\x1faugustus/bft/v1/transport.proto\x12\x0faugustus.bft.v1\x1a\x19augustus/bft/v1/bft.proto\"\x0f\n" +
+	"\x1faugustus/bft/v1/transport.proto\x12\x0faugustus.bft.v1\x1a\x19augustus/bft/v1/bft.proto\"A\n" +
+	"\tPeerBatch\x124\n" +
+	"\bmessages\x18\x01 \x03(\v2\x18.augustus.bft.v1.MessageR\bmessages\"\x0f\n" +
 	"\rPeerStreamEnd\"\x8e\x01\n" +
 	"\fStateRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12!\n" +
@@ -232,9 +281,9 @@ const file_augustus_bft_v1_transport_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12!\n" +
 	"\fresume_token\x18\x03 \x01(\fR\vresumeToken\x12\x12\n" +
-	"\x04last\x18\x04 \x01(\bR\x04last2\xdb\x01\n" +
-	"\tTransport\x12B\n" +
-	"\x04Peer\x12\x18.augustus.bft.v1.Message\x1a\x1e.augustus.bft.v1.PeerStreamEnd(\x01\x12>\n" +
+	"\x04last\x18\x04 \x01(\bR\x04last2\xdd\x01\n" +
+	"\tTransport\x12D\n" +
+	"\x04Peer\x12\x1a.augustus.bft.v1.PeerBatch\x1a\x1e.augustus.bft.v1.PeerStreamEnd(\x01\x12>\n" +
 	"\x06Client\x12\x18.augustus.bft.v1.Request\x1a\x16.augustus.bft.v1.Reply(\x010\x01\x12J\n" +
 	"\n" +
 	"FetchState\x12\x1d.augustus.bft.v1.StateRequest\x1a\x1b.augustus.bft.v1.StateChunk0\x01B?Z=github.com/augustus-db/augustus/pkg/bft/transport/transportpbb\x06proto3"
@@ -251,27 +300,29 @@ func file_augustus_bft_v1_transport_proto_rawDescGZIP() []byte {
 	return file_augustus_bft_v1_transport_proto_rawDescData
 }
 
-var file_augustus_bft_v1_transport_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_augustus_bft_v1_transport_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_augustus_bft_v1_transport_proto_goTypes = []any{
-	(*PeerStreamEnd)(nil), // 0: augustus.bft.v1.PeerStreamEnd
-	(*StateRequest)(nil),  // 1: augustus.bft.v1.StateRequest
-	(*StateChunk)(nil),    // 2: augustus.bft.v1.StateChunk
-	(*bftpb.Message)(nil), // 3: augustus.bft.v1.Message
-	(*bftpb.Request)(nil), // 4: augustus.bft.v1.Request
-	(*bftpb.Reply)(nil),   // 5: augustus.bft.v1.Reply
+	(*PeerBatch)(nil),     // 0: augustus.bft.v1.PeerBatch
+	(*PeerStreamEnd)(nil), // 1: augustus.bft.v1.PeerStreamEnd
+	(*StateRequest)(nil),  // 2: augustus.bft.v1.StateRequest
+	(*StateChunk)(nil),    // 3: augustus.bft.v1.StateChunk
+	(*bftpb.Message)(nil), // 4: augustus.bft.v1.Message
+	(*bftpb.Request)(nil), // 5: augustus.bft.v1.Request
+	(*bftpb.Reply)(nil),   // 6: augustus.bft.v1.Reply
 }
 var file_augustus_bft_v1_transport_proto_depIdxs = []int32{
-	3, // 0: augustus.bft.v1.Transport.Peer:input_type -> augustus.bft.v1.Message
-	4, // 1: augustus.bft.v1.Transport.Client:input_type -> augustus.bft.v1.Request
-	1, // 2: augustus.bft.v1.Transport.FetchState:input_type -> augustus.bft.v1.StateRequest
-	0, // 3: augustus.bft.v1.Transport.Peer:output_type -> augustus.bft.v1.PeerStreamEnd
-	5, // 4: augustus.bft.v1.Transport.Client:output_type -> augustus.bft.v1.Reply
-	2, // 5: augustus.bft.v1.Transport.FetchState:output_type -> augustus.bft.v1.StateChunk
-	3, // [3:6] is the sub-list for method output_type
-	0, // [0:3] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	4, // 0: augustus.bft.v1.PeerBatch.messages:type_name -> augustus.bft.v1.Message
+	0, // 1: augustus.bft.v1.Transport.Peer:input_type -> augustus.bft.v1.PeerBatch
+	5, // 2: augustus.bft.v1.Transport.Client:input_type -> augustus.bft.v1.Request
+	2, // 3: augustus.bft.v1.Transport.FetchState:input_type -> augustus.bft.v1.StateRequest
+	1, // 4: augustus.bft.v1.Transport.Peer:output_type -> augustus.bft.v1.PeerStreamEnd
+	6, // 5: augustus.bft.v1.Transport.Client:output_type -> augustus.bft.v1.Reply
+	3, // 6: augustus.bft.v1.Transport.FetchState:output_type -> augustus.bft.v1.StateChunk
+	4, // [4:7] is the sub-list for method output_type
+	1, // [1:4] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_augustus_bft_v1_transport_proto_init() }
@@ -285,7 +336,7 @@ func file_augustus_bft_v1_transport_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_augustus_bft_v1_transport_proto_rawDesc), len(file_augustus_bft_v1_transport_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,10 +40,12 @@ const (
 // Transport is served by every replica.
 type TransportClient interface {
 	// Peer is the long-lived replica→replica stream: the sending replica opens
-	// one per peer and pushes one Message per protocol message. The receiver
-	// answers with response headers once it has authenticated the sender, and
-	// returns PeerStreamEnd only when the stream ends.
-	Peer(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[bftpb.Message, PeerStreamEnd], error)
+	// one per peer and pushes PeerBatches, each carrying every protocol
+	// message queued for that peer when it was written (one gRPC message per
+	// peer per round under load: fewer TLS records, syscalls and wake-ups).
+	// The receiver answers with response headers once it has authenticated the
+	// sender, and returns PeerStreamEnd only when the stream ends.
+	Peer(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[PeerBatch, PeerStreamEnd], error)
 	// Client is a client's stream to one replica: the client sends Requests;
 	// the replica pushes the Replies addressed to that client (Reply.client).
 	// The replica accepts the stream with a fresh nonce in the response header
@@ -68,18 +70,18 @@ func NewTransportClient(cc grpc.ClientConnInterface) TransportClient {
 	return &transportClient{cc}
 }
 
-func (c *transportClient) Peer(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[bftpb.Message, PeerStreamEnd], error) {
+func (c *transportClient) Peer(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[PeerBatch, PeerStreamEnd], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Transport_ServiceDesc.Streams[0], Transport_Peer_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[bftpb.Message, PeerStreamEnd]{ClientStream: stream}
+	x := &grpc.GenericClientStream[PeerBatch, PeerStreamEnd]{ClientStream: stream}
 	return x, nil
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Transport_PeerClient = grpc.ClientStreamingClient[bftpb.Message, PeerStreamEnd]
+type Transport_PeerClient = grpc.ClientStreamingClient[PeerBatch, PeerStreamEnd]
 
 func (c *transportClient) Client(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[bftpb.Request, bftpb.Reply], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -120,10 +122,12 @@ type Transport_FetchStateClient = grpc.ServerStreamingClient[StateChunk]
 // Transport is served by every replica.
 type TransportServer interface {
 	// Peer is the long-lived replica→replica stream: the sending replica opens
-	// one per peer and pushes one Message per protocol message. The receiver
-	// answers with response headers once it has authenticated the sender, and
-	// returns PeerStreamEnd only when the stream ends.
-	Peer(grpc.ClientStreamingServer[bftpb.Message, PeerStreamEnd]) error
+	// one per peer and pushes PeerBatches, each carrying every protocol
+	// message queued for that peer when it was written (one gRPC message per
+	// peer per round under load: fewer TLS records, syscalls and wake-ups).
+	// The receiver answers with response headers once it has authenticated the
+	// sender, and returns PeerStreamEnd only when the stream ends.
+	Peer(grpc.ClientStreamingServer[PeerBatch, PeerStreamEnd]) error
 	// Client is a client's stream to one replica: the client sends Requests;
 	// the replica pushes the Replies addressed to that client (Reply.client).
 	// The replica accepts the stream with a fresh nonce in the response header
@@ -148,7 +152,7 @@ type TransportServer interface {
 // pointer dereference when methods are called.
 type UnimplementedTransportServer struct{}
 
-func (UnimplementedTransportServer) Peer(grpc.ClientStreamingServer[bftpb.Message, PeerStreamEnd]) error {
+func (UnimplementedTransportServer) Peer(grpc.ClientStreamingServer[PeerBatch, PeerStreamEnd]) error {
 	return status.Error(codes.Unimplemented, "method Peer not implemented")
 }
 func (UnimplementedTransportServer) Client(grpc.BidiStreamingServer[bftpb.Request, bftpb.Reply]) error {
@@ -179,11 +183,11 @@ func RegisterTransportServer(s grpc.ServiceRegistrar, srv TransportServer) {
 }
 
 func _Transport_Peer_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(TransportServer).Peer(&grpc.GenericServerStream[bftpb.Message, PeerStreamEnd]{ServerStream: stream})
+	return srv.(TransportServer).Peer(&grpc.GenericServerStream[PeerBatch, PeerStreamEnd]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Transport_PeerServer = grpc.ClientStreamingServer[bftpb.Message, PeerStreamEnd]
+type Transport_PeerServer = grpc.ClientStreamingServer[PeerBatch, PeerStreamEnd]
 
 func _Transport_Client_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(TransportServer).Client(&grpc.GenericServerStream[bftpb.Request, bftpb.Reply]{ServerStream: stream})
