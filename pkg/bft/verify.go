@@ -128,6 +128,19 @@ func NewChecker(cfg CheckerConfig) (*Checker, error) {
 	return &Checker{cfg: cfg, dom: dom, q: q, nullDigest: dom.BatchDigest(&bftpb.Batch{})}, nil
 }
 
+// WithVerifier returns a copy of the checker that checks signatures with v
+// instead of the configured Verifier. A host uses it to run the checks over
+// a verifier that records the signatures and verifies them together
+// (batch verification, pkg/bft/auth.Batch): if they all verify, the verdict
+// is the checker's; if not, the host checks again with the checker itself,
+// whose verdict is then the same — both accept a message exactly when its
+// structure is sound and every signature in it is valid.
+func (c *Checker) WithVerifier(v Verifier) *Checker {
+	cp := *c
+	cp.cfg.Verifier = v
+	return &cp
+}
+
 // Domain returns the signing domain the checker verifies against.
 func (c *Checker) Domain() *Domain { return &c.dom }
 

@@ -62,10 +62,16 @@ type VerifierConfig struct {
 	// OpenKeyCache bounds the decoded client keys kept under ClientsOpen;
 	// zero means DefaultOpenKeyCache.
 	OpenKeyCache int
+	// SignatureCache bounds the signatures remembered as verified (a
+	// message or certificate seen again is not verified again); zero means
+	// DefaultSignatureCache, negative disables the cache.
+	SignatureCache int
 }
 
 // Verifier checks the signatures of one group's replicas and of clients
-// (bft.Verifier). Keys are decoded once; it is safe for concurrent use and
+// (bft.Verifier) by the ZIP-215 rules (verifykey.go), each signature once:
+// those verified valid are remembered (sigcache.go), and NewBatch verifies
+// many together. Keys are decoded once; it is safe for concurrent use and
 // allocates only on failure (and, under the open policy, when it meets a
 // client key it has not cached).
 type Verifier struct {
@@ -73,6 +79,8 @@ type Verifier struct {
 	policy   ClientPolicy
 	clients  map[bft.ClientID]*verifyKey // ClientsListed
 	open     *lru[[PublicKeySize]byte, *verifyKey]
+	// cache remembers signatures verified valid (nil: none).
+	cache *sigCache
 }
 
 var _ bft.Verifier = (*Verifier)(nil)
@@ -84,6 +92,12 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		return nil, fmt.Errorf("auth: new verifier: no replica keys")
 	}
 	v := &Verifier{replicas: make([]*verifyKey, len(cfg.Replicas)), policy: cfg.Policy}
+	switch {
+	case cfg.SignatureCache == 0:
+		v.cache = newSigCache(DefaultSignatureCache)
+	case cfg.SignatureCache > 0:
+		v.cache = newSigCache(cfg.SignatureCache)
+	}
 	seen := make(map[string]string, len(cfg.Replicas)+len(cfg.Clients))
 	for i, pub := range cfg.Replicas {
 		k, err := newVerifyKey(pub)
@@ -143,10 +157,27 @@ func (v *Verifier) VerifyReplica(id bft.ReplicaID, msg, sig []byte) error {
 	if uint64(id) >= uint64(len(v.replicas)) {
 		return fmt.Errorf("%w: replica %d (group of %d)", ErrUnknownReplica, id, len(v.replicas))
 	}
-	if !v.replicas[id].verify(msg, sig) {
+	if !v.verify(v.replicas[id], msg, sig) {
 		return fmt.Errorf("%w: from replica %d", ErrBadSignature, id)
 	}
 	return nil
+}
+
+// verify checks one signature (ZIP-215), or finds it in the cache of
+// signatures verified before.
+func (v *Verifier) verify(k *verifyKey, msg, sig []byte) bool {
+	if v.cache == nil {
+		return k.verify(msg, sig)
+	}
+	id := makeSigKey(k.raw[:], msg, sig)
+	if v.cache.has(id) {
+		return true
+	}
+	if !k.verify(msg, sig) {
+		return false
+	}
+	v.cache.add(id)
+	return true
 }
 
 // VerifyClient checks that the policy admits the client and that sig is its
@@ -157,7 +188,7 @@ func (v *Verifier) VerifyClient(client bft.ClientID, msg, sig []byte) error {
 	if err != nil {
 		return err
 	}
-	if !k.verify(msg, sig) {
+	if !v.verify(k, msg, sig) {
 		return fmt.Errorf("%w: from %v", ErrBadSignature, client)
 	}
 	return nil

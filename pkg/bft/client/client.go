@@ -176,11 +176,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			rep.Mac = mac
 			return ok
 		},
-		SignBytes: cfg.SignBytes,
-		VerifySignature: func(r bft.ReplicaID, msg, sig []byte) bool {
-			return int(r) < len(keys) && ed25519.Verify(keys[r], msg, sig)
-		},
-		Window: cfg.Window, InFlight: cfg.InFlight, Timeout: cfg.Timeout,
+		SignBytes:       cfg.SignBytes,
+		VerifySignature: replicaSignatureVerifier(keys),
+		Window:          cfg.Window, InFlight: cfg.InFlight, Timeout: cfg.Timeout,
 		MaxEnvelopeCalls: cfg.MaxEnvelopeCalls, MaxEnvelopeBytes: cfg.MaxEnvelopeBytes, Metrics: cfg.Metrics,
 	}
 	c.connCtx, c.cancelConn = context.WithCancel(context.Background())
@@ -310,5 +308,14 @@ func (c *Client) closeConns() {
 	c.cancelConn()
 	for _, conn := range c.conns {
 		_ = conn.Close()
+	}
+}
+
+// replicaSignatureVerifier checks a replica's signature of a result under
+// the group's keys by the ZIP-215 rules, as the replicas verify every
+// signature (pkg/bft/auth, verifykey.go).
+func replicaSignatureVerifier(keys []ed25519.PublicKey) func(bft.ReplicaID, []byte, []byte) bool {
+	return func(r bft.ReplicaID, msg, sig []byte) bool {
+		return int(r) < len(keys) && auth.VerifySignature(keys[r], msg, sig)
 	}
 }

@@ -32,12 +32,14 @@ type Replica struct {
 	engine  *storage.Engine
 	loop    *host.Loop
 	checker *bft.Checker
-	dom     *bft.Domain
-	macs    *auth.MACKeys
-	signer  *auth.Signer
-	peerKey *auth.PeerKeys
-	metrics *Metrics
-	app     Application
+	// checkers hold Checkers over batch verifiers (handler.OnMessages).
+	checkers sync.Pool
+	dom      *bft.Domain
+	macs     *auth.MACKeys
+	signer   *auth.Signer
+	peerKey  *auth.PeerKeys
+	metrics  *Metrics
+	app      Application
 
 	peers            *transport.Peers
 	server           *transport.Server
@@ -68,8 +70,8 @@ type Replica struct {
 }
 
 type input struct {
-	msg *bftpb.Message
-	req *bftpb.Request
+	msgs []*bftpb.Message
+	req  *bftpb.Request
 }
 
 type signJob struct {
@@ -136,6 +138,10 @@ func New(cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.dom = r.checker.Domain()
+	r.checkers.New = func() any {
+		b := verifier.NewBatch()
+		return &batchChecker{batch: b, checker: r.checker.WithVerifier(b)}
+	}
 	if r.macs, err = auth.NewMACKeys(cfg.Key, auth.DefaultMACKeysCapacity); err != nil {
 		return nil, fmt.Errorf("replica: reply MAC keys: %w", err)
 	}
@@ -256,11 +262,12 @@ func (r *Replica) Run(ctx context.Context) (err error) {
 }
 
 func (r *Replica) step(in input) {
-	if in.msg != nil {
-		r.loop.Deliver(in.msg)
-		return
+	for _, m := range in.msgs {
+		r.loop.Deliver(m)
 	}
-	r.loop.Propose(in.req)
+	if in.req != nil {
+		r.loop.Propose(in.req)
+	}
 }
 
 func (r *Replica) startNetwork(ctx context.Context) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hdevalence/ed25519consensus"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 
@@ -127,7 +128,9 @@ func verifyBind(r *bftpb.Request, nonce, exporter []byte) error {
 	if len(r.GetSignature()) != ed25519.SignatureSize {
 		return fmt.Errorf("%w: signature has %d bytes", ErrBind, len(r.GetSignature()))
 	}
-	if !ed25519.Verify(ed25519.PublicKey(id), BindSignBytes(id, nonce, exporter), r.GetSignature()) {
+	// ZIP-215, as every signature check of Augustus (pkg/bft/auth,
+	// verifykey.go): a key that binds at one replica binds at every one.
+	if !ed25519consensus.Verify(ed25519.PublicKey(id), BindSignBytes(id, nonce, exporter), r.GetSignature()) {
 		return fmt.Errorf("%w: the signature does not verify under the claimed client id for this stream", ErrBind)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/augustus-db/augustus/pkg/bft/auth/zip215test"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
 )
@@ -198,4 +199,18 @@ func BenchmarkBindVerify(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A bind is checked by the ZIP-215 rules, like every signature of Augustus:
+// one that crypto/ed25519 rejects and ZIP-215 accepts binds, a wrong one
+// does not.
+func TestBindAcceptsZIP215Signatures(t *testing.T) {
+	_, priv, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	id := []byte(priv.Public().(ed25519.PublicKey))
+	nonce, exporter := []byte("nonce-0123456789"), []byte("exporter-0123456789-0123456789-01")
+	sig := zip215test.Sign(priv, BindSignBytes(id, nonce, exporter))
+	require.False(t, ed25519.Verify(id, BindSignBytes(id, nonce, exporter), sig))
+	require.NoError(t, verifyBind(&bftpb.Request{Client: id, Signature: sig}, nonce, exporter))
+	require.Error(t, verifyBind(&bftpb.Request{Client: id, Signature: sig}, []byte("another nonce..."), exporter))
 }
