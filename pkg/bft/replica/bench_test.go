@@ -3,6 +3,9 @@ package replica
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -10,7 +13,32 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/augustus-db/augustus/pkg/bft/client"
 )
+
+// ioSyscalls returns the read and write system calls this process made
+// (/proc/self/io; zeros where it is missing).
+func ioSyscalls() (reads, writes float64) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
+}
 
 // processCPU returns the CPU time (user + system) this process used.
 func processCPU() time.Duration {
@@ -30,11 +58,18 @@ func BenchmarkGroupNoop(b *testing.B) {
 	for _, workers := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("callers=%d", workers), func(b *testing.B) {
 			g := newTestGroupB(b)
-			c := g.client(0)
+			c := g.clientWith(0, func(c *client.Config) {
+				// BENCH_INFLIGHT: envelopes a client keeps outstanding
+				// (default: the client's).
+				if n, err := strconv.Atoi(os.Getenv("BENCH_INFLIGHT")); err == nil {
+					c.InFlight = n
+				}
+			})
 			var next atomic.Int64
 			batches0 := testutil.ToFloat64(g.metrics[0].BatchesExecuted)
 			b.ResetTimer()
 			cpu0 := processCPU()
+			r0, w0 := ioSyscalls()
 			start := time.Now()
 			var wg sync.WaitGroup
 			for w := 0; w < workers; w++ {
@@ -55,11 +90,14 @@ func BenchmarkGroupNoop(b *testing.B) {
 			wg.Wait()
 			elapsed, cpu := time.Since(start), processCPU()-cpu0
 			batches := testutil.ToFloat64(g.metrics[0].BatchesExecuted) - batches0
+			r1, w1 := ioSyscalls()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/call")
 			if batches > 0 {
 				b.ReportMetric(float64(cpu.Microseconds())/batches, "cpu-µs/batch")
 				b.ReportMetric(float64(b.N)/batches, "calls/batch")
+				b.ReportMetric((r1-r0)/batches, "reads/batch")
+				b.ReportMetric((w1-w0)/batches, "writes/batch")
 			}
 		})
 	}

@@ -171,7 +171,10 @@ func (g *testGroup) stop(i int) {
 	}
 }
 
-func (g *testGroup) client(i int) *client.Client {
+func (g *testGroup) client(i int) *client.Client { return g.clientWith(i, nil) }
+
+// clientWith is client with a configuration adjusted by configure.
+func (g *testGroup) clientWith(i int, configure func(*client.Config)) *client.Client {
 	g.t.Helper()
 	k, err := cluster.LoadClientKey(g.dir, cluster.ClientName(i))
 	if err != nil {
@@ -179,7 +182,11 @@ func (g *testGroup) client(i int) *client.Client {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.New(ctx, client.Config{Cluster: g.cluster, Group: 0, Key: k, Timeout: 500 * time.Millisecond})
+	cfg := client.Config{Cluster: g.cluster, Group: 0, Key: k, Timeout: 500 * time.Millisecond}
+	if configure != nil {
+		configure(&cfg)
+	}
+	c, err := client.New(ctx, cfg)
 	if err != nil {
 		g.t.Fatal(err)
 	}

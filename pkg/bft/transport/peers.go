@@ -148,8 +148,22 @@ func dial(addr string, creds *identityCreds, bo Backoff, maxMsg int, c *codec) (
 		}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(c), grpc.MaxCallSendMsgSize(maxMsg), grpc.MaxCallRecvMsgSize(maxMsg)),
+		grpc.WithInitialWindowSize(streamWindow),
+		grpc.WithInitialConnWindowSize(connWindow),
 	)
 }
+
+// HTTP/2 flow-control windows of every transport connection. Setting them
+// turns off gRPC's bandwidth-delay estimator, which otherwise sends a PING
+// (and gets a PING ack back) with the first DATA frame of every burst: on a
+// replica link every round is a burst, so that doubled the writes (and the
+// system calls and TLS records) per protocol message. Large static windows
+// are what the estimator converges to on a LAN anyway; the bounded send
+// queues, not the windows, hold a slow peer back.
+const (
+	streamWindow = 8 << 20
+	connWindow   = 16 << 20
+)
 
 // Close stops every peer goroutine, drops what is queued and waits for them.
 func (p *Peers) Close() error {
