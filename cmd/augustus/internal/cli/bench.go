@@ -47,6 +47,13 @@ type benchOptions struct {
 	progress    string
 	callTimeout time.Duration
 	window      int
+	// replicaCPU reports CPU per PBFT batch replica by replica.
+	replicaCPU bool
+	// profileDir, if set, receives a CPU profile of each replica of the
+	// group, pulled from its pprof endpoint (127.0.0.1:pprofBase+k, as
+	// `start --pprof` serves it) during the measured interval.
+	profileDir string
+	pprofBase  int
 }
 
 func newBenchCommand() *cobra.Command {
@@ -68,9 +75,16 @@ envelopes/s and calls per envelope (from the client's metrics), requests per
 PBFT batch (from the replicas), latency percentiles of single calls (HDR
 histogram), and CPU time per call summed over the group's replica processes:
 process_cpu_seconds_total scraped from every replica's /metrics before and after
-the measured interval (a replica left out says why). CPU of this process is
-reported separately. On a machine that also runs the replicas, the bench
-competes with them for the CPU.
+the measured interval (a replica left out says why), per call and per PBFT batch
+(batches executed in the interval, from the replicas' metrics; --replica-cpu
+breaks it down replica by replica). CPU of this process is reported separately.
+On a machine that also runs the replicas, the bench competes with them for the
+CPU. The report names the cluster's durability mode ("sync" in cluster.json).
+
+--profile DIR pulls a CPU profile (10s, or the measured interval if shorter) from
+each replica of the group during the measured interval and writes DIR/NAME.pprof
+(go tool pprof DIR/NAME.pprof): start the replicas with augustus start --pprof
+(--pprof-base-port here must match start's).
 
 Errors are counted, never hidden: a call that returns an error, a call that hits
 --call-timeout, and a call still without a result at the end (calls in flight
@@ -81,7 +95,8 @@ whole interval, if it is shorter): the group stopped answering.
 `,
 		Example: `  augustus init --dir ./c --groups 1 && augustus start --dir ./c --app noop &
   augustus bench --workload noop --dir ./c --clients 64 --duration 20s --size 1024
-  augustus bench --workload log --dir ./c --clients 16 --duration 10s --size 100 --json result.json`,
+  augustus bench --workload log --dir ./c --clients 16 --duration 10s --size 100 --json result.json
+  augustus start --dir ./c --app noop --pprof & augustus bench --dir ./c --clients 64 --duration 20s --replica-cpu --profile ./prof`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if isTxnWorkload(o.workload) || len(o.txn.checkHistory) > 0 {
@@ -104,6 +119,9 @@ whole interval, if it is shorter): the group stopped answering.
 	fl.StringVar(&o.progress, "progress", "auto", `live progress: "bar" (a progress bar), "lines" (a line every 5s), "off", or "auto" (bar on a terminal, else lines)`)
 	fl.DurationVar(&o.callTimeout, "call-timeout", 30*time.Second, "a call without a result after this long counts as an error (> 0)")
 	fl.IntVar(&o.window, "window", 0, "envelopes outstanding (W; 0: the cluster's client_window, which is also the most allowed)")
+	fl.BoolVar(&o.replicaCPU, "replica-cpu", false, "report replica CPU per PBFT batch and per call for each replica")
+	fl.StringVar(&o.profileDir, "profile", "", "pull a CPU profile of each replica of the group into this directory during the measured interval (replicas started with augustus start --pprof)")
+	fl.IntVar(&o.pprofBase, "pprof-base-port", defaultPprofBasePort, "with --profile: the k-th replica of the cluster serves pprof on 127.0.0.1:PORT+k (as augustus start --pprof)")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
@@ -143,6 +161,9 @@ type benchResult struct {
 	OK       bool     `json:"ok"`
 	Problems []string `json:"problems,omitempty"`
 
+	// Sync is the cluster's durability mode ("fsync" or "none").
+	Sync string `json:"sync"`
+
 	Envelopes          float64 `json:"envelopes"`
 	EnvelopesPerSecond float64 `json:"envelopes_per_second"`
 	CallsPerEnvelope   float64 `json:"calls_per_envelope"`
@@ -150,6 +171,10 @@ type benchResult struct {
 	// EnvelopesPerBatch is the mean PBFT batch size (requests = envelopes)
 	// over the interval, from the replicas' batch size histograms.
 	EnvelopesPerBatch float64 `json:"envelopes_per_batch"`
+	// Batches is the number of PBFT batches the group executed in the
+	// interval (the mean over the replicas scraped of each one's count).
+	Batches          float64 `json:"batches"`
+	BatchesPerSecond float64 `json:"batches_per_second"`
 
 	LatencyMs latencyMs `json:"latency_ms"`
 
@@ -160,8 +185,18 @@ type benchResult struct {
 	// ReplicasMissing says, per replica left out of the CPU figures, why.
 	ReplicasMissing     map[string]string `json:"replicas_missing,omitempty"`
 	ReplicaCPUMsPerCall float64           `json:"replica_cpu_ms_per_call"`
-	ClientCPUSeconds    float64           `json:"client_cpu_seconds"`
-	ClientCPUMsPerCall  float64           `json:"client_cpu_ms_per_call"`
+	// ReplicaCPUMsPerBatch sums the replicas' CPU per PBFT batch;
+	// ReplicaCPUMsPerBatchByReplica is each replica's.
+	ReplicaCPUMsPerBatch          float64            `json:"replica_cpu_ms_per_batch"`
+	ReplicaCPUMsPerBatchByReplica map[string]float64 `json:"replica_cpu_ms_per_batch_by_replica,omitempty"`
+	// Profiles names, per replica, the CPU profile written (--profile), or
+	// why there is none.
+	Profiles           map[string]string `json:"profiles,omitempty"`
+	ClientCPUSeconds   float64           `json:"client_cpu_seconds"`
+	ClientCPUMsPerCall float64           `json:"client_cpu_ms_per_call"`
+
+	// perReplica shows the per-replica CPU rows (--replica-cpu).
+	perReplica bool
 
 	NumCPU     int    `json:"num_cpu"`
 	GoMaxProcs int    `json:"gomaxprocs"`
@@ -219,6 +254,8 @@ func checkBenchOptions(o benchOptions) error {
 		return fmt.Errorf("--call-timeout %s: must be positive (how long a call may take before it counts as an error)", o.callTimeout)
 	case o.window < 0:
 		return fmt.Errorf("--window %d: want 0 (the cluster's client_window) or a positive number of envelopes", o.window)
+	case o.pprofBase < 1 || o.pprofBase > 65535:
+		return fmt.Errorf("--pprof-base-port %d: want a port", o.pprofBase)
 	}
 	switch o.progress {
 	case "auto", "bar", "lines", "off":
@@ -326,9 +363,18 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 		StartedAt: time.Now().UTC(), WarmupSeconds: o.warmup.Seconds(),
 		ReplicasInGroup: len(g.Replicas), NumCPU: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
 		GoVersion: runtime.Version(), CallTimeoutSeconds: o.callTimeout.Seconds(), DrainSeconds: drain.Seconds(),
+		Sync: c.Sync, perReplica: o.replicaCPU,
 	}
-	fmt.Fprintf(stderr, "bench: %s workload, %d callers, %d-byte calls, group %d (%d replicas), warm-up %s, measuring %s\n",
-		o.workload, o.clients, o.size, o.group, len(g.Replicas), o.warmup, o.duration)
+	if res.Sync == "" {
+		res.Sync = cluster.SyncFsync
+	}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return fmt.Errorf("--profile: %w", err)
+		}
+	}
+	fmt.Fprintf(stderr, "bench: %s workload, %d callers, %d-byte calls, group %d (%d replicas, sync %s), warm-up %s, measuring %s\n",
+		o.workload, o.clients, o.size, o.group, len(g.Replicas), res.Sync, o.warmup, o.duration)
 
 	// The callers run until the measured interval ends, then finish the
 	// call they have in flight; runCtx ends after the drain (or on an
@@ -369,6 +415,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 	before := snapshotBench(ctx, g, cm)
 	t0 := time.Now()
 	phase.Store(phaseMeasure)
+	profiles := startProfiles(ctx, c, g, o)
 	err = benchWait(ctx, o.duration, prog, rejected, func() { prog.update(time.Since(t0), completed.Load()) })
 	phase.Store(phaseDone)
 	elapsed := time.Since(t0)
@@ -377,6 +424,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 	}
 	after := snapshotBench(ctx, g, cm)
 	prog.finish()
+	res.Profiles = profiles.wait()
 	drainCallers(&wg, drain)
 	waitCallers()
 
@@ -632,11 +680,14 @@ type benchSnapshot struct {
 	// missing says why a replica has no CPU figure in this snapshot.
 	missing              map[string]string
 	batchSum, batchCount float64
-	clientCPU            float64
+	// replicaBatches is each replica's count of executed batches.
+	replicaBatches map[string]float64
+	clientCPU      float64
 }
 
 func snapshotBench(ctx context.Context, g *cluster.Group, cm *client.Metrics) benchSnapshot {
-	s := benchSnapshot{replicaCPU: map[string]float64{}, replicaStart: map[string]float64{}, missing: map[string]string{}, clientCPU: processCPUSeconds()}
+	s := benchSnapshot{replicaCPU: map[string]float64{}, replicaStart: map[string]float64{}, missing: map[string]string{},
+		replicaBatches: map[string]float64{}, clientCPU: processCPUSeconds()}
 	s.envelopes = counterValue(cm.EnvelopesSent)
 	s.retransmissions = counterValue(cm.Retransmissions)
 	s.envCalls, s.envCount = histogramSums(cm.EnvelopeCalls)
@@ -675,6 +726,7 @@ func snapshotBench(ctx context.Context, g *cluster.Group, cm *client.Metrics) be
 			h := fam.GetMetric()[0].GetHistogram()
 			batchSums += h.GetSampleSum()
 			batchCounts += float64(h.GetSampleCount())
+			s.replicaBatches[sc.name] = float64(h.GetSampleCount())
 		}
 	}
 	s.batchSum, s.batchCount = batchSums, batchCounts
@@ -718,6 +770,30 @@ func (res *benchResult) fill(hist *hdrhistogram.Histogram, before, after benchSn
 		res.ReplicaCPUSeconds[name] = a - b
 		total += a - b
 		res.ReplicasScraped++
+	}
+	// Batches: every replica executes every batch; the mean over the
+	// replicas with a CPU figure (one that lags a little counts a little
+	// fewer).
+	var batches float64
+	var withBatches int
+	for name := range res.ReplicaCPUSeconds {
+		a, okA := after.replicaBatches[name]
+		b, okB := before.replicaBatches[name]
+		if okA && okB && a >= b {
+			batches += a - b
+			withBatches++
+		}
+	}
+	if withBatches > 0 {
+		res.Batches = batches / float64(withBatches)
+		res.BatchesPerSecond = res.Batches / secs
+	}
+	if res.Batches > 0 {
+		res.ReplicaCPUMsPerBatch = total * 1000 / res.Batches
+		res.ReplicaCPUMsPerBatchByReplica = map[string]float64{}
+		for name, cpu := range res.ReplicaCPUSeconds {
+			res.ReplicaCPUMsPerBatchByReplica[name] = cpu * 1000 / res.Batches
+		}
 	}
 	// A replica without a figure says why: what failed at the end of the
 	// interval, else at its start.

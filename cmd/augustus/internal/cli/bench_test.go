@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,4 +193,58 @@ func TestBenchCPUFiguresSayWhyAReplicaIsLeftOut(t *testing.T) {
 	var out strings.Builder
 	require.NoError(t, printBench(&out, res))
 	require.Contains(t, out.String(), "left out: g0r0: it restarted")
+}
+
+// --replica-cpu reports the group's CPU per PBFT batch and each replica's;
+// the report names the durability mode, here "none" (init --sync none).
+func TestBenchReportsReplicaCPUPerBatchAndTheSyncMode(t *testing.T) {
+	dir, _ := newTestCluster(t, "--sync", "none")
+	startCluster(t, dir, appNoop)
+	res, out := runBenchJSON(t, "--workload", "noop", "--dir", dir, "--clients", "8", "--duration", "1s", "--warmup", "200ms", "--replica-cpu")
+	require.Equal(t, "none", res.Sync)
+	require.Positive(t, res.Batches)
+	require.InDelta(t, res.Batches/res.MeasuredSecs, res.BatchesPerSecond, 1e-9)
+	require.Positive(t, res.ReplicaCPUMsPerBatch)
+	require.Len(t, res.ReplicaCPUMsPerBatchByReplica, 4)
+	var sum float64
+	for _, v := range res.ReplicaCPUMsPerBatchByReplica {
+		sum += v
+	}
+	require.InDelta(t, res.ReplicaCPUMsPerBatch, sum, 1e-6)
+	for _, want := range []string{"sync none", "ms/batch", "batches/s", "g0r0", "% of a core"} {
+		require.Contains(t, out, want)
+	}
+}
+
+// --profile pulls a CPU profile from each replica of the group, served by
+// start --pprof on the ports from --pprof-base-port.
+func TestBenchProfilePullsACPUProfileFromEachReplica(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	base := freeBasePort(t, 4)
+	startClusterWith(t, startOptions{dir: dir, app: appNoop, logLevel: "warn", grace: 10 * time.Second, pprof: true, pprofBase: base})
+	profDir := filepath.Join(t.TempDir(), "prof")
+	res, out := runBenchJSON(t, "--workload", "noop", "--dir", dir, "--clients", "4", "--duration", "1s", "--warmup", "200ms",
+		"--profile", profDir, "--pprof-base-port", fmt.Sprint(base))
+	require.Len(t, res.Profiles, 4)
+	for name, path := range res.Profiles {
+		require.Equal(t, filepath.Join(profDir, name+".pprof"), path)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.True(t, len(data) > 2 && data[0] == 0x1f && data[1] == 0x8b, "a gzipped pprof profile")
+	}
+	require.Contains(t, out, "profile g0r1")
+}
+
+// Without replicas serving pprof, --profile says why there is no profile
+// and the run still succeeds.
+func TestBenchProfileWithoutPprofSaysWhy(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	startCluster(t, dir, appNoop)
+	res, _ := runBenchJSON(t, "--workload", "noop", "--dir", dir, "--clients", "2", "--duration", "1s", "--warmup", "100ms",
+		"--profile", t.TempDir(), "--pprof-base-port", fmt.Sprint(freeBasePort(t, 4)))
+	require.Len(t, res.Profiles, 4)
+	for _, p := range res.Profiles {
+		require.Contains(t, p, "none:")
+		require.Contains(t, p, "augustus start --pprof")
+	}
 }

@@ -24,6 +24,9 @@ func printBench(w io.Writer, r *benchResult) error {
 		if r.Calls == 0 {
 			perCall = "n/a per call (no call completed)"
 		}
+		if r.Batches > 0 {
+			perCall += fmt.Sprintf(", %.3f ms/batch", r.ReplicaCPUMsPerBatch)
+		}
 		cpu = fmt.Sprintf("%s over %d of %d replicas", perCall, r.ReplicasScraped, r.ReplicasInGroup)
 		var parts []string
 		for _, n := range sortedKeys(r.ReplicaCPUSeconds) {
@@ -55,22 +58,39 @@ func printBench(w io.Writer, r *benchResult) error {
 		outcome = "FAILED: " + strings.Join(r.Problems, "; ")
 	}
 	rows := [][]string{
-		{"workload", fmt.Sprintf("%s, %d-byte calls, group %d", r.Workload, r.SizeBytes, r.Group)},
+		{"workload", fmt.Sprintf("%s, %d-byte calls, group %d, sync %s", r.Workload, r.SizeBytes, r.Group, r.Sync)},
 		{"callers", fmt.Sprintf("%d (one group client)", r.Clients)},
 		{"measured", fmt.Sprintf("%.1fs after %.1fs warm-up", r.MeasuredSecs, r.WarmupSeconds)},
 		{"calls", fmt.Sprintf("%d (last completed %s; of those in flight at the end, %d finished within the %.1fs allowed)", r.Calls, last, r.DrainedCalls, r.DrainSeconds)},
 		{"calls/s", fmt.Sprintf("%.0f", r.CallsPerSecond)},
 		{"envelopes/s", fmt.Sprintf("%.0f (%.1f calls per envelope)", r.EnvelopesPerSecond, r.CallsPerEnvelope)},
-		{"envelopes per PBFT batch", fmt.Sprintf("%.1f", r.EnvelopesPerBatch)},
+		{"envelopes per PBFT batch", fmt.Sprintf("%.1f (%.0f batches/s)", r.EnvelopesPerBatch, r.BatchesPerSecond)},
 		{"latency p50 / p95 / p99", fmt.Sprintf("%.2f / %.2f / %.2f ms", r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99)},
 		{"latency mean / max", fmt.Sprintf("%.2f / %.2f ms", r.LatencyMs.Mean, r.LatencyMs.Max)},
 		{"replica CPU", cpu},
+	}
+	if r.perReplica && r.Batches > 0 {
+		for _, n := range sortedKeys(r.ReplicaCPUMsPerBatchByReplica) {
+			perCall := "n/a"
+			if r.Calls > 0 {
+				perCall = fmt.Sprintf("%.3f", r.ReplicaCPUSeconds[n]*1000/float64(r.Calls))
+			}
+			rows = append(rows, []string{"  " + n, fmt.Sprintf("%.3f ms/batch, %s ms/call, %.0f%% of a core",
+				r.ReplicaCPUMsPerBatchByReplica[n], perCall, 100*r.ReplicaCPUSeconds[n]/r.MeasuredSecs)})
+		}
+	}
+	if len(r.Profiles) > 0 {
+		for _, n := range sortedKeys(r.Profiles) {
+			rows = append(rows, []string{"profile " + n, r.Profiles[n]})
+		}
+	}
+	rows = append(rows, [][]string{
 		{"bench client CPU", fmt.Sprintf("%.3f ms/call (%.2fs)", r.ClientCPUMsPerCall, r.ClientCPUSeconds)},
 		{"retransmissions", fmt.Sprintf("%.0f", r.Retransmissions)},
 		{"errors", errs},
 		{"outcome", outcome},
 		{"machine", fmt.Sprintf("%d CPUs, GOMAXPROCS %d, %s", r.NumCPU, r.GoMaxProcs, r.GoVersion)},
-	}
+	}...)
 	t := tablewriter.NewWriter(w)
 	t.Header("result", "value")
 	if err := t.Bulk(rows); err != nil {

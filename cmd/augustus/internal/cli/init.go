@@ -22,6 +22,7 @@ type initOptions struct {
 	clusterID          string
 	checkpointInterval uint64
 	logWindow          uint64
+	sync               string
 }
 
 func newInitCommand() *cobra.Command {
@@ -64,6 +65,7 @@ init never overwrites an existing cluster.`,
 	fl.StringVar(&o.clusterID, "cluster-id", "", "cluster id (default: a random augustus-<hex>)")
 	fl.Uint64Var(&o.checkpointInterval, "checkpoint-interval", cluster.DefaultCheckpointInterval, "K: a checkpoint every K sequence numbers")
 	fl.Uint64Var(&o.logWindow, "log-window", cluster.DefaultLogWindow, "L: the log window above the stable checkpoint, a multiple of K and at least 2K")
+	fl.StringVar(&o.sync, "sync", cluster.SyncFsync, `durability: "fsync" (a replica syncs its log before what depends on it leaves; survives a power cut of every replica) or "none" (never syncs; survives power cuts of at most f replicas at a time)`)
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
@@ -77,6 +79,11 @@ func runInit(out io.Writer, o initOptions) error {
 	if o.clientPolicy == cluster.PolicyListed && o.clients < 1 {
 		return fmt.Errorf("--clients %d: the %q policy needs at least one client (or use --client-policy %s)", o.clients, cluster.PolicyListed, cluster.PolicyOpen)
 	}
+	switch o.sync {
+	case cluster.SyncFsync, cluster.SyncNone:
+	default:
+		return fmt.Errorf("--sync %q: want %q or %q", o.sync, cluster.SyncFsync, cluster.SyncNone)
+	}
 	k, l := o.checkpointInterval, o.logWindow
 	if k == 0 || l%k != 0 || l < 2*k {
 		return fmt.Errorf("--log-window %d must be a multiple of --checkpoint-interval %d and at least twice it", l, k)
@@ -88,8 +95,8 @@ func runInit(out io.Writer, o initOptions) error {
 	if err != nil {
 		return err
 	}
-	if k != c.CheckpointInterval || l != c.LogWindow {
-		c.CheckpointInterval, c.LogWindow = k, l
+	if k != c.CheckpointInterval || l != c.LogWindow || o.sync != c.Sync {
+		c.CheckpointInterval, c.LogWindow, c.Sync = k, l, o.sync
 		if err := c.Save(filepath.Join(o.dir, cluster.FileName)); err != nil {
 			return err
 		}
@@ -103,8 +110,8 @@ func runInit(out io.Writer, o initOptions) error {
 func printCluster(out io.Writer, dir string, c *cluster.Cluster) {
 	n := c.N()
 	fmt.Fprintf(out, "Cluster %s in %s:\n", c.ClusterID, dir)
-	fmt.Fprintf(out, "  %s  %d group(s) of %d replicas (f=%d), K=%d, L=%d, W=%d, client policy %q\n",
-		filepath.Join(dir, cluster.FileName), len(c.Groups), n, c.F, c.CheckpointInterval, c.LogWindow, c.ClientWindow, c.ClientPolicy)
+	fmt.Fprintf(out, "  %s  %d group(s) of %d replicas (f=%d), K=%d, L=%d, W=%d, client policy %q, sync %q\n",
+		filepath.Join(dir, cluster.FileName), len(c.Groups), n, c.F, c.CheckpointInterval, c.LogWindow, c.ClientWindow, c.ClientPolicy, c.Sync)
 	fmt.Fprintf(out, "  %s  %d replica key(s), %d client key(s), %d admin key(s) (mode 0600)\n\n",
 		filepath.Join(dir, cluster.KeysDir)+string(filepath.Separator), len(c.Groups)*n, len(c.Clients), len(c.Admins))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)

@@ -23,7 +23,9 @@ type startOptions struct {
 	logLevel string
 	grace    time.Duration
 	pprof    bool
-	restart  string
+	// pprofBase is the pprof port of the first replica (--pprof).
+	pprofBase int
+	restart   string
 	// tests shorten the restart pacing (zero: the supervisor's defaults).
 	restartBackoff   backoff.Config
 	maxStartFailures int
@@ -71,14 +73,12 @@ addresses are local (what "augustus init" writes by default).`,
 	fl.StringVar(&o.app, "app", appLog, `application every replica runs: "txn", "log" or "noop"`)
 	fl.StringVar(&o.logLevel, "log-level", "info", "log level of the replicas: debug, info, warn or error")
 	fl.DurationVar(&o.grace, "grace", 10*time.Second, "how long replicas get to stop after SIGTERM before SIGKILL (> 0)")
-	fl.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof on each replica, at 127.0.0.1:6060+k for the k-th replica of the table")
+	fl.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof on each replica, at 127.0.0.1:PORT+k for the k-th replica of the table (PORT: --pprof-base-port)")
+	fl.IntVar(&o.pprofBase, "pprof-base-port", defaultPprofBasePort, "with --pprof: the port of the first replica's pprof endpoint")
 	fl.StringVar(&o.restart, "restart", restartOnFailure, `when to restart a replica that exited: "on-failure" (crashed or failed), "always" or "never"`)
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
-
-// pprofAddr is where `start --pprof` has replica k serve pprof.
-func pprofAddr(k int) string { return fmt.Sprintf("127.0.0.1:%d", 6060+k) }
 
 // checkRestartPolicy validates --restart.
 func checkRestartPolicy(p string) error {
@@ -110,6 +110,12 @@ func runStart(ctx context.Context, stdout, stderr io.Writer, o startOptions) err
 	if o.restart == "" {
 		o.restart = restartOnFailure
 	}
+	if o.pprofBase == 0 {
+		o.pprofBase = defaultPprofBasePort
+	}
+	if o.pprofBase < 1 || o.pprofBase > 65535 {
+		return fmt.Errorf("--pprof-base-port %d: want a port", o.pprofBase)
+	}
 	if err := checkRestartPolicy(o.restart); err != nil {
 		return err
 	}
@@ -136,7 +142,7 @@ func runStart(ctx context.Context, stdout, stderr io.Writer, o startOptions) err
 		args: func(name string) []string {
 			args := []string{"replica", "--dir", o.dir, "--id", name, "--app", o.app, "--log-level", o.logLevel}
 			if o.pprof {
-				args = append(args, "--pprof", pprofAddr(index[name]))
+				args = append(args, "--pprof", pprofAddr(o.pprofBase, index[name]))
 			}
 			return args
 		},
@@ -335,7 +341,7 @@ func printStartTable(stdout io.Writer, mu *sync.Mutex, c *cluster.Cluster, pids 
 			}
 			line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s", r.Name, pids[r.Name], r.PeerAddr, r.ClientAddr, metrics)
 			if o.pprof {
-				line += "\thttp://" + pprofAddr(k) + "/debug/pprof/"
+				line += "\thttp://" + pprofAddr(o.pprofBase, k) + "/debug/pprof/"
 			}
 			fmt.Fprintln(tw, line)
 			k++
