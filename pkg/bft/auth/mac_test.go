@@ -1,14 +1,18 @@
 package auth
 
 import (
+	"bytes"
 	"crypto/ecdh"
 	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 func TestDeriveMACKeyGivesBothSidesTheSameKey(t *testing.T) {
@@ -199,4 +203,30 @@ func TestMACKeysIsSafeForConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	require.Empty(t, bad)
+}
+
+// AppendMAC computes HMAC-SHA256 exactly as crypto/hmac does.
+func TestAppendMACIsHMACSHA256(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var key MACKey
+		copy(key[:], rapid.SliceOfN(rapid.Byte(), MACKeySize, MACKeySize).Draw(rt, "key"))
+		msg := rapid.SliceOfN(rapid.Byte(), 0, 2000).Draw(rt, "msg")
+		h := hmac.New(sha256.New, key[:])
+		h.Write(msg)
+		want := h.Sum(nil)
+		prefix := rapid.SliceOfN(rapid.Byte(), 0, 8).Draw(rt, "prefix")
+		got := AppendMAC(append([]byte(nil), prefix...), key, msg)
+		if !bytes.Equal(got, append(append([]byte(nil), prefix...), want...)) {
+			rt.Fatalf("AppendMAC = %x, crypto/hmac %x", got, want)
+		}
+	})
+}
+
+func TestMACDoesNotAllocateButItsResult(t *testing.T) {
+	var key MACKey
+	msg := make([]byte, 200)
+	buf := make([]byte, 0, MACSize)
+	require.Zero(t, testing.AllocsPerRun(100, func() { AppendMAC(buf[:0], key, msg) }))
+	require.NoError(t, VerifyMAC(key, msg, MAC(key, msg)))
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = VerifyMAC(key, msg, buf) }))
 }

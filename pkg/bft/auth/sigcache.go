@@ -45,7 +45,7 @@ type sigCache struct {
 
 // DefaultSignatureCache is the number of verified signatures a Verifier
 // remembers: more than a log window's worth of certificates.
-const DefaultSignatureCache = 1 << 15
+const DefaultSignatureCache = 1 << 13
 
 func newSigCache(capacity int) *sigCache {
 	return &sigCache{m: make(map[sigKey]struct{}, capacity), ring: make([]sigKey, capacity)}

@@ -76,8 +76,10 @@ func (l *Loop) RunExecutions(job *Job) *JobResult {
 // apply executes one batch into b: the application's calls, then the
 // client table and the applied seq. It returns one result per request.
 func (l *Loop) apply(ex *bft.Execution, b *storage.Batch) ([][]byte, error) {
-	var calls []Call
+	// Decode every envelope first, so the calls slice is allocated once.
+	decoded := make([][][]byte, len(ex.Execute))
 	counts := make([]int, len(ex.Execute))
+	total := 0
 	for i, req := range ex.Execute {
 		payloads, err := envelope.DecodeCalls(req.Payload)
 		if err != nil {
@@ -85,9 +87,14 @@ func (l *Loop) apply(ex *bft.Execution, b *storage.Batch) ([][]byte, error) {
 			// replica sees the same bytes, so this stays deterministic.
 			continue
 		}
-		counts[i] = len(payloads)
-		for j, p := range payloads {
-			calls = append(calls, Call{Client: bft.ClientID(req.Client), Timestamp: req.Timestamp, Index: j, Payload: p})
+		decoded[i], counts[i] = payloads, len(payloads)
+		total += len(payloads)
+	}
+	calls := make([]Call, 0, total)
+	for i, req := range ex.Execute {
+		client := bft.ClientID(req.Client)
+		for j, p := range decoded[i] {
+			calls = append(calls, Call{Client: client, Timestamp: req.Timestamp, Index: j, Payload: p})
 		}
 	}
 	res, err := l.app.Execute(ex.Seq, calls, b)

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/augustus-db/augustus/pkg/bft/client"
 )
@@ -38,6 +40,15 @@ func ioSyscalls() (reads, writes float64) {
 		}
 	}
 	return reads, writes
+}
+
+// histogram returns the sum and count of a histogram.
+func histogram(h prometheus.Histogram) (sum, count float64) {
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		return 0, 0
+	}
+	return m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())
 }
 
 // processCPU returns the CPU time (user + system) this process used.
@@ -67,6 +78,7 @@ func BenchmarkGroupNoop(b *testing.B) {
 			})
 			var next atomic.Int64
 			batches0 := testutil.ToFloat64(g.metrics[0].BatchesExecuted)
+			syncSum0, syncs0 := histogram(g.metrics[0].SyncLatency)
 			b.ResetTimer()
 			cpu0 := processCPU()
 			r0, w0 := ioSyscalls()
@@ -98,6 +110,13 @@ func BenchmarkGroupNoop(b *testing.B) {
 				b.ReportMetric(float64(b.N)/batches, "calls/batch")
 				b.ReportMetric((r1-r0)/batches, "reads/batch")
 				b.ReportMetric((w1-w0)/batches, "writes/batch")
+				syncSum, syncs := histogram(g.metrics[0].SyncLatency)
+				if syncs > syncs0 {
+					// At the primary: how long a sync takes, and how many
+					// batches one covers.
+					b.ReportMetric((syncSum-syncSum0)/(syncs-syncs0)*1e6, "µs/sync@primary")
+					b.ReportMetric(batches/(syncs-syncs0), "batches/sync@primary")
+				}
 			}
 		})
 	}
