@@ -76,6 +76,9 @@ type Config struct {
 	Now func() time.Time
 }
 
+// DefaultInFlight is Config.InFlight's default.
+const DefaultInFlight = 4
+
 // Client submits calls to one group: a goroutine drives a Core with the
 // wall clock and the replicas' connections. It is safe for concurrent use.
 type Client struct {
@@ -122,7 +125,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.Window = 16
 	}
 	if cfg.InFlight <= 0 {
-		cfg.InFlight = 4
+		cfg.InFlight = DefaultInFlight
 	}
 	if cfg.InFlight > cfg.Window {
 		cfg.InFlight = cfg.Window

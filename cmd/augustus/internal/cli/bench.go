@@ -47,6 +47,7 @@ type benchOptions struct {
 	progress    string
 	callTimeout time.Duration
 	window      int
+	inFlight    int
 	// replicaCPU reports CPU per PBFT batch replica by replica.
 	replicaCPU bool
 	// profileDir, if set, receives a CPU profile of each replica of the
@@ -119,6 +120,7 @@ whole interval, if it is shorter): the group stopped answering.
 	fl.StringVar(&o.progress, "progress", "auto", `live progress: "bar" (a progress bar), "lines" (a line every 5s), "off", or "auto" (bar on a terminal, else lines)`)
 	fl.DurationVar(&o.callTimeout, "call-timeout", 30*time.Second, "a call without a result after this long counts as an error (> 0)")
 	fl.IntVar(&o.window, "window", 0, "envelopes outstanding (W; 0: the cluster's client_window, which is also the most allowed)")
+	fl.IntVar(&o.inFlight, "inflight", 0, "envelopes the client keeps outstanding at once (0: the client's default; at most --window)")
 	fl.BoolVar(&o.replicaCPU, "replica-cpu", false, "report replica CPU per PBFT batch and per call for each replica")
 	fl.StringVar(&o.profileDir, "profile", "", "pull a CPU profile of each replica of the group into this directory during the measured interval (replicas started with augustus start --pprof)")
 	fl.IntVar(&o.pprofBase, "pprof-base-port", defaultPprofBasePort, "with --profile: the k-th replica of the cluster serves pprof on 127.0.0.1:PORT+k (as augustus start --pprof)")
@@ -163,6 +165,8 @@ type benchResult struct {
 
 	// Sync is the cluster's durability mode ("fsync" or "none").
 	Sync string `json:"sync"`
+	// InFlight is the envelopes the client kept outstanding at most.
+	InFlight int `json:"inflight"`
 
 	Envelopes          float64 `json:"envelopes"`
 	EnvelopesPerSecond float64 `json:"envelopes_per_second"`
@@ -254,6 +258,8 @@ func checkBenchOptions(o benchOptions) error {
 		return fmt.Errorf("--call-timeout %s: must be positive (how long a call may take before it counts as an error)", o.callTimeout)
 	case o.window < 0:
 		return fmt.Errorf("--window %d: want 0 (the cluster's client_window) or a positive number of envelopes", o.window)
+	case o.inFlight < 0:
+		return fmt.Errorf("--inflight %d: want 0 (the client's default) or a positive number of envelopes", o.inFlight)
 	case o.pprofBase < 1 || o.pprofBase > 65535:
 		return fmt.Errorf("--pprof-base-port %d: want a port", o.pprofBase)
 	}
@@ -348,7 +354,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	cl, err := client.New(startCtx, client.Config{
-		Cluster: c, Group: bft.GroupID(o.group), Key: key, Window: o.window, Metrics: cm,
+		Cluster: c, Group: bft.GroupID(o.group), Key: key, Window: o.window, InFlight: o.inFlight, Metrics: cm,
 		Logger: quiet, // also the connections' logger
 	})
 	cancelStart()
@@ -363,8 +369,16 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 		StartedAt: time.Now().UTC(), WarmupSeconds: o.warmup.Seconds(),
 		ReplicasInGroup: len(g.Replicas), NumCPU: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
 		GoVersion: runtime.Version(), CallTimeoutSeconds: o.callTimeout.Seconds(), DrainSeconds: drain.Seconds(),
-		Sync: c.Sync, perReplica: o.replicaCPU,
+		Sync: c.Sync, perReplica: o.replicaCPU, InFlight: o.inFlight,
 	}
+	if res.InFlight == 0 {
+		res.InFlight = client.DefaultInFlight
+	}
+	window := o.window
+	if window == 0 {
+		window = c.ClientWindow
+	}
+	res.InFlight = min(res.InFlight, window)
 	if res.Sync == "" {
 		res.Sync = cluster.SyncFsync
 	}

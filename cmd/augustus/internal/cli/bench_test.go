@@ -91,6 +91,8 @@ func TestBenchRejectsBadFlagsBeforeTheRun(t *testing.T) {
 		{[]string{"--call-timeout", "-5s"}, "--call-timeout -5s: must be positive"},
 		{[]string{"--window", "-1"}, "--window -1: want 0"},
 		{[]string{"--window", "1000"}, "--window 1000: the replicas accept at most client_window=16"},
+		{[]string{"--inflight", "-2"}, "--inflight -2: want 0"},
+		{[]string{"--pprof-base-port", "0"}, "--pprof-base-port 0: want a port"},
 		{[]string{"--progress", "weird"}, `--progress "weird": want "auto", "bar", "lines" or "off"`},
 		{[]string{"--json", filepath.Join(dir, "no", "such", "dir", "r.json")}, "--json: cannot write the result: open "},
 		{[]string{"--json", dir}, "--json " + dir + ": is a directory"},

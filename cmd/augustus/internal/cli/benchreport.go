@@ -59,7 +59,7 @@ func printBench(w io.Writer, r *benchResult) error {
 	}
 	rows := [][]string{
 		{"workload", fmt.Sprintf("%s, %d-byte calls, group %d, sync %s", r.Workload, r.SizeBytes, r.Group, r.Sync)},
-		{"callers", fmt.Sprintf("%d (one group client)", r.Clients)},
+		{"callers", fmt.Sprintf("%d (one group client, at most %d envelopes in flight)", r.Clients, r.InFlight)},
 		{"measured", fmt.Sprintf("%.1fs after %.1fs warm-up", r.MeasuredSecs, r.WarmupSeconds)},
 		{"calls", fmt.Sprintf("%d (last completed %s; of those in flight at the end, %d finished within the %.1fs allowed)", r.Calls, last, r.DrainedCalls, r.DrainSeconds)},
 		{"calls/s", fmt.Sprintf("%.0f", r.CallsPerSecond)},
