@@ -30,25 +30,40 @@ import (
 // left, so there is nothing to contradict. Outputs leave in the order the
 // node made them.
 //
-// Replies wait like messages, for a sync that covers the execution they
-// report. The execution of a batch commits the application's writes, the
-// client table and the applied seq in one atomic batch (P2, exec.go) without
-// a sync of its own; the loop notes it when the executor reports it, so every
-// output after that report — the batch's replies, its CHECKPOINT — waits for
-// a sync submitted later, which covers it. Under load that is the sync of the
-// next rounds' persists: the execution of batch s and the persists of s+1 …
-// s+k share one fsync. (A checkpoint's state is synced again by
-// storage.SaveCheckpoint before the executor reports it.) So what a client
-// accepted is in the store of every replica that answered it.
+// Replies wait like messages. A reply says a batch committed, counting the
+// replica's own COMMIT (N6), which it made — and counted — before that
+// COMMIT was durable; the reply leaves only once a sync covers the COMMIT
+// and the prepared certificate persisted with or before it. With f faulty
+// repliers, the f+1 replies a client accepts include a correct replica's,
+// and it saw 2f+1 COMMITs, each made durable by its sender before it was
+// sent: so at least f+1 correct replicas hold the batch's prepared
+// certificate durably, and a view change after any power cuts re-proposes
+// it at its seq (V4).
+//
+// Why P2 still holds, and why executions need no sync before their replies.
+// An execution commits the application's writes, the client table and the
+// applied seq in one atomic batch (exec.go) without a sync of its own: the
+// next sync of the loop (or a checkpoint save, which syncs the WAL) covers
+// it, so under load the execution of batch s and the persists of s+1 … s+k
+// share one fsync. A power cut can then lose the last executions, replies
+// sent or not, but atomically, never part of one: the store comes back at an
+// earlier applied seq with its matching client table, and the node executes
+// the lost batches again — from its log, or from commit certificates its
+// peers hold (G3) — to the same results, since execution is deterministic.
+// What a client accepted is decided by durable logs (above), not by the
+// executed state: it is never lost, and the replica only redoes work. A
+// checkpoint's state is durable before its CHECKPOINT leaves:
+// storage.SaveCheckpoint syncs the WAL before the executor reports it. So
+// the critical path of a batch holds three syncs, of the PRE-PREPARE, the
+// PREPAREs and the COMMITs (pbft.md P1), and no fourth for the execution.
+// (The simulator's durability checker, with power cuts that keep only
+// synced data, checks that no accepted result is lost.)
 //
 // What a power cut can lose (durability mode "fsync", the default): rounds
 // whose sync had not finished (none of their outputs left), records of
 // received messages (rounds that send nothing are never synced for their
 // own sake; losing them is the same as never having received the messages),
-// and executions no reply has reported yet: the store comes back at an
-// earlier applied seq with its matching client table, never part of a
-// batch, and the node executes those batches again from its log to the
-// same results.
+// and the executions since the last sync, which are redone.
 //
 // In the "none" durability mode of cluster.json the loop is unchanged: the
 // store's WAL syncs are no-ops (storage.Options.NoSync), so a sync job only
@@ -110,11 +125,6 @@ func (l *Loop) persisted(rd *bft.Ready) {
 		}
 	}
 }
-
-// executed notes executions the executor committed: the replies and
-// CHECKPOINTs that follow them wait for a sync that covers them, so nothing
-// a client was told is lost in a power cut (P2: it is in the store).
-func (l *Loop) executed() { l.dur.dirty = true }
 
 // recordReplica returns the replica that signed a log record's message.
 func recordReplica(rec *bftpb.LogRecord) uint32 {

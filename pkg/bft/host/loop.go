@@ -299,9 +299,6 @@ func (l *Loop) Finished(res *JobResult) error {
 	if res.Err != nil {
 		return res.Err
 	}
-	// The executions are committed, not synced: the replies they lead to
-	// wait for a sync that covers them (durable.go).
-	l.executed()
 	for i := range job.Executions {
 		if err := l.node.Executed(job.Executions[i].Seq, res.Results[i], res.Digests[i]); err != nil {
 			return err
