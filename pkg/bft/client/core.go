@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -151,9 +152,12 @@ func (c *Core) low() uint64 {
 func (c *Core) Flush(now time.Time) {
 	cfg := &c.cfg
 	for len(c.queue) > 0 && len(c.outstanding) < cfg.InFlight && c.nextTs <= c.low()+uint64(cfg.Window) {
-		n, size := 0, 0
-		for n < len(c.queue) && n < cfg.MaxEnvelopeCalls && (n == 0 || size+len(c.queue[n].payload) <= cfg.MaxEnvelopeBytes) {
-			size += len(c.queue[n].payload)
+		// The bound is on the encoded envelope (what the replicas bound by
+		// MaxRequestBytes), so each call counts with its length prefix, as
+		// envelope.Size counts it.
+		n, size := 0, envelopeHeader
+		for n < len(c.queue) && n < cfg.MaxEnvelopeCalls && (n == 0 || size+envelopeCallSize(c.queue[n].payload) <= cfg.MaxEnvelopeBytes) {
+			size += envelopeCallSize(c.queue[n].payload)
 			n++
 		}
 		calls := c.queue[:n:n]
@@ -175,6 +179,12 @@ func (c *Core) Flush(now time.Time) {
 		cfg.Metrics.EnvelopeCalls.Observe(float64(n))
 	}
 }
+
+// envelopeHeader and envelopeCallSize bound the encoding of an envelope
+// (envelope.Size): a tag and a count, then each call behind its length.
+const envelopeHeader = 1 + binary.MaxVarintLen64
+
+func envelopeCallSize(payload []byte) int { return binary.MaxVarintLen64 + len(payload) }
 
 // Tick re-sends to every replica the envelopes whose timeout passed,
 // doubling their timeout up to 16 times the first (C4).
