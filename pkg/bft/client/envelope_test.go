@@ -13,7 +13,7 @@ import (
 
 type sinkConn struct{ sent []*bftpb.Request }
 
-func (s *sinkConn) Send(r *bftpb.Request) bool    { s.sent = append(s.sent, r); return true }
+func (s *sinkConn) Send(r *bftpb.Request) bool   { s.sent = append(s.sent, r); return true }
 func (s *sinkConn) Replies() <-chan *bftpb.Reply { return nil }
 func (s *sinkConn) Close() error                 { return nil }
 
