@@ -253,10 +253,15 @@ func TestCloseUnblocksAStalledStream(t *testing.T) {
 	receiver.rec.mu.Lock()
 	receiver.rec.gate = make(chan struct{}) // never opened
 	receiver.rec.mu.Unlock()
-	for s := range 2000 {
-		sender.peers.Send(1, prepare(0, uint64(s), 4096))
-	}
+	// Keep sending until the queue holds messages the stalled stream cannot
+	// take: how many that needs depends on the HTTP/2 flow-control windows
+	// and on how fast this machine is, so the test sends until it sees it.
+	s := 0
 	waitFor(t, "the stream to stall", func() bool {
+		for i := 0; i < 500; i++ {
+			sender.peers.Send(1, prepare(0, uint64(s), 4096))
+			s++
+		}
 		msgs, _ := sender.peers.QueueLen(1)
 		return msgs > 0 && sender.peers.Connected(1)
 	})
