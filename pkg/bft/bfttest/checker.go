@@ -77,7 +77,7 @@ func (g *Group) recordResults(client bft.ClientID, ts uint64, payload, result []
 	if err != nil {
 		return
 	}
-	results, err := envelope.DecodeResults(result)
+	results, _, err := envelope.DecodeOutcomes(result)
 	if err != nil || len(results) != len(calls) {
 		g.w.Violation("validity: %d results for %d calls", len(results), len(calls))
 		return

@@ -129,7 +129,7 @@ func (w *World) AddGroup(gc GroupConfig) *Group {
 
 // validate is the application's stateless validation of an envelope.
 func (g *Group) validate(payload []byte) error {
-	return host.ValidatePayload(g.newApp(), payload)
+	return host.ValidateEnvelope(g.newApp(), nil, payload)
 }
 
 // coreConfig is replica i's core configuration.

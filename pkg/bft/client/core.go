@@ -259,10 +259,11 @@ func (c *Core) Deliver(rep *bftpb.Reply, now time.Time) {
 	m := c.cfg.Metrics
 	m.EnvelopeLatency.Observe(now.Sub(p.sentAt).Seconds())
 	var results [][]byte
+	var rejected []string
 	var err error
 	switch rep.Status {
 	case bftpb.ReplyStatus_REPLY_STATUS_OK:
-		results, err = decodeResults(rep.Result, len(p.calls))
+		results, rejected, err = decodeResults(rep.Result, len(p.calls))
 	case bftpb.ReplyStatus_REPLY_STATUS_REJECTED:
 		err = &RejectedError{Reason: string(rep.Result[len(p.digest):])}
 	default:
@@ -271,6 +272,12 @@ func (c *Core) Deliver(rep *bftpb.Reply, now time.Time) {
 	for i, cl := range p.calls {
 		if err != nil {
 			cl.done(Result{Err: err})
+			continue
+		}
+		if rejected[i] != "" {
+			// This call alone was rejected by the application's stateless
+			// validation; the others of the envelope executed (DESIGN.md §3.2).
+			cl.done(Result{Err: &RejectedError{Reason: rejected[i]}})
 			continue
 		}
 		m.CallLatency.Observe(now.Sub(cl.queued).Seconds())
@@ -286,12 +293,15 @@ func (c *Core) signaturesValid(rep *bftpb.Reply) bool {
 	if c.cfg.SignBytes == nil {
 		return true
 	}
-	results, err := envelope.DecodeResults(rep.Result)
+	results, rejected, err := envelope.DecodeOutcomes(rep.Result)
 	if err != nil {
 		return true // the f+1 check decides; a malformed result fails decodeResults
 	}
 	var sigs [][]byte
 	for i, r := range results {
+		if rejected[i] != "" {
+			continue
+		}
 		msg := c.cfg.SignBytes(r)
 		if msg == nil {
 			continue
@@ -338,14 +348,15 @@ func (c *Core) FailAll(err error) {
 	c.outstanding, c.queue = make(map[uint64]*pending), nil
 }
 
-// decodeResults splits an envelope's result into one result per call.
-func decodeResults(b []byte, calls int) ([][]byte, error) {
-	res, err := envelope.DecodeResults(b)
+// decodeResults splits an envelope's result into one result per call and
+// the reasons of the calls the replicas rejected ("" for a result).
+func decodeResults(b []byte, calls int) ([][]byte, []string, error) {
+	res, rejected, err := envelope.DecodeOutcomes(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadReply, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrBadReply, err)
 	}
 	if len(res) != calls {
-		return nil, fmt.Errorf("%w: %d results for %d calls", ErrBadReply, len(res), calls)
+		return nil, nil, fmt.Errorf("%w: %d results for %d calls", ErrBadReply, len(res), calls)
 	}
-	return res, nil
+	return res, rejected, nil
 }

@@ -19,8 +19,9 @@ import (
 )
 
 const (
-	tagCalls   = 'C'
-	tagResults = 'R'
+	tagCalls    = 'C'
+	tagResults  = 'R'
+	tagOutcomes = 'S'
 )
 
 // MaxElements bounds the calls (or results) in one envelope.
@@ -66,6 +67,88 @@ func DecodeCalls(b []byte) ([][]byte, error) { return decodeList(b, tagCalls) }
 
 // DecodeResults decodes results; the returned slices alias b.
 func DecodeResults(b []byte) ([][]byte, error) { return decodeList(b, tagResults) }
+
+// Statuses of a call in an outcome list.
+const (
+	statusOK       = 0
+	statusRejected = 1
+)
+
+// EncodeOutcomes encodes the results of an envelope some of whose calls the
+// application's stateless validation rejected: rejected[i] != "" marks call
+// i as rejected with that reason (results[i] is then ignored). Layout: the
+// tag 'S', a uvarint count, then per call a status byte (0 result, 1
+// rejected) and a uvarint length and the bytes (the result or the reason).
+// An envelope without a rejected call is encoded by EncodeResults instead.
+func EncodeOutcomes(results [][]byte, rejected []string) []byte {
+	n := 1 + binary.MaxVarintLen64
+	for i := range results {
+		n += 1 + binary.MaxVarintLen64 + len(results[i]) + len(rejected[i])
+	}
+	b := make([]byte, 0, n)
+	b = append(b, tagOutcomes)
+	b = binary.AppendUvarint(b, uint64(len(results)))
+	for i := range results {
+		if rejected[i] != "" {
+			b = append(b, statusRejected)
+			b = binary.AppendUvarint(b, uint64(len(rejected[i])))
+			b = append(b, rejected[i]...)
+			continue
+		}
+		b = append(b, statusOK)
+		b = binary.AppendUvarint(b, uint64(len(results[i])))
+		b = append(b, results[i]...)
+	}
+	return b
+}
+
+// DecodeOutcomes decodes the results of an envelope in either encoding
+// (EncodeResults or EncodeOutcomes): one value per call, and per call the
+// reason it was rejected ("" for a result). The returned slices alias b.
+func DecodeOutcomes(b []byte) (values [][]byte, rejected []string, err error) {
+	if len(b) > 0 && b[0] == tagResults {
+		values, err = decodeList(b, tagResults)
+		if err != nil {
+			return nil, nil, err
+		}
+		return values, make([]string, len(values)), nil
+	}
+	if len(b) == 0 || b[0] != tagOutcomes {
+		return nil, nil, fmt.Errorf("%w: missing tag %q or %q", ErrMalformed, tagResults, tagOutcomes)
+	}
+	b = b[1:]
+	count, n := uvarint(b)
+	if n <= 0 || count > MaxElements || count > uint64(len(b)-n)/2 {
+		return nil, nil, fmt.Errorf("%w: bad element count", ErrMalformed)
+	}
+	b = b[n:]
+	values, rejected = make([][]byte, count), make([]string, count)
+	for i := uint64(0); i < count; i++ {
+		if len(b) == 0 || b[0] > statusRejected {
+			return nil, nil, fmt.Errorf("%w: element %d has no valid status", ErrMalformed, i)
+		}
+		status := b[0]
+		b = b[1:]
+		l, n := uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return nil, nil, fmt.Errorf("%w: element %d overruns the envelope", ErrMalformed, i)
+		}
+		b = b[n:]
+		if status == statusRejected {
+			if l == 0 {
+				return nil, nil, fmt.Errorf("%w: element %d rejected without a reason", ErrMalformed, i)
+			}
+			rejected[i] = string(b[:l])
+		} else {
+			values[i] = b[:l:l]
+		}
+		b = b[l:]
+	}
+	if len(b) != 0 {
+		return nil, nil, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(b))
+	}
+	return values, rejected, nil
+}
 
 func decodeList(b []byte, tag byte) ([][]byte, error) {
 	if len(b) == 0 || b[0] != tag {

@@ -58,3 +58,50 @@ func FuzzDecodeCalls(f *testing.F) {
 		}
 	})
 }
+
+// Outcomes round-trip, results without rejections decode from either
+// encoding, and malformed outcome lists are refused.
+func TestOutcomesRoundTripAndStrictness(t *testing.T) {
+	results := [][]byte{[]byte("a"), nil, []byte("c")}
+	rejected := []string{"", "call 1: bad", ""}
+	b := EncodeOutcomes(results, rejected)
+	vals, rej, err := DecodeOutcomes(b)
+	if err != nil || string(vals[0]) != "a" || vals[1] != nil || string(vals[2]) != "c" || rej[1] != "call 1: bad" || rej[0] != "" {
+		t.Fatalf("round trip: %q %q %v", vals, rej, err)
+	}
+	vals, rej, err = DecodeOutcomes(EncodeResults(results))
+	if err != nil || len(vals) != 3 || rej[0] != "" || rej[1] != "" {
+		t.Fatalf("plain results: %q %q %v", vals, rej, err)
+	}
+	for _, bad := range [][]byte{
+		nil, {tagOutcomes}, {tagOutcomes, 1, 2, 0}, {tagOutcomes, 1, statusRejected, 0},
+		append(EncodeOutcomes(results, rejected), 0), {tagOutcomes, 1, statusOK, 5, 'x'},
+	} {
+		if _, _, err := DecodeOutcomes(bad); err == nil {
+			t.Errorf("DecodeOutcomes(%x) accepted a malformed list", bad)
+		}
+	}
+}
+
+// The outcome decoder reads replies from replicas: a Byzantine one may send
+// anything. Whatever it accepts re-encodes to the same bytes (one encoding
+// per outcome list).
+func FuzzDecodeOutcomes(f *testing.F) {
+	f.Add(EncodeOutcomes([][]byte{[]byte("a"), nil}, []string{"", "bad"}))
+	f.Add(EncodeResults([][]byte{[]byte("x")}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vals, rej, err := DecodeOutcomes(b)
+		if err != nil {
+			return
+		}
+		var re []byte
+		if b[0] == tagResults {
+			re = EncodeResults(vals)
+		} else {
+			re = EncodeOutcomes(vals, rej)
+		}
+		if !bytes.Equal(re, b) {
+			t.Fatalf("re-encoding differs: %x vs %x", re, b)
+		}
+	})
+}

@@ -2,10 +2,8 @@ package host
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/envelope"
 	"github.com/augustus-db/augustus/pkg/storage"
 )
 
@@ -83,18 +81,3 @@ func (NoopApp) Execute(_ bft.SeqNum, calls []Call, _ *storage.Batch) ([][]byte, 
 // Restored implements Application.
 func (NoopApp) Restored(Reader) error { return nil }
 
-// ValidatePayload decodes a client envelope and validates every call in it
-// with the application's stateless Validate (DESIGN.md §3.2): the check the
-// runtime hands to bft.Checker for every request.
-func ValidatePayload(app Application, payload []byte) error {
-	calls, err := envelope.DecodeCalls(payload)
-	if err != nil {
-		return err
-	}
-	for i, c := range calls {
-		if err := app.Validate(c); err != nil {
-			return fmt.Errorf("call %d: %w", i, err)
-		}
-	}
-	return nil
-}

@@ -90,10 +90,23 @@ func (l *Loop) apply(ex *bft.Execution, b *storage.Batch) ([][]byte, error) {
 		decoded[i], counts[i] = payloads, len(payloads)
 		total += len(payloads)
 	}
+	// Calls the application's Validate rejects do not execute: each gets its
+	// reason as its result (validate.go), the others run as usual.
 	calls := make([]Call, 0, total)
+	var rejected [][]string // per request, nil if none of its calls is rejected
 	for i, req := range ex.Execute {
 		client := bft.ClientID(req.Client)
 		for j, p := range decoded[i] {
+			if reason := l.validation.Verdict(l.app, p); reason != "" {
+				if rejected == nil {
+					rejected = make([][]string, len(ex.Execute))
+				}
+				if rejected[i] == nil {
+					rejected[i] = make([]string, counts[i])
+				}
+				rejected[i][j] = reason
+				continue
+			}
 			calls = append(calls, Call{Client: client, Timestamp: req.Timestamp, Index: j, Payload: p})
 		}
 	}
@@ -107,8 +120,19 @@ func (l *Loop) apply(ex *bft.Execution, b *storage.Batch) ([][]byte, error) {
 	out := make([][]byte, len(ex.Execute))
 	k := 0
 	for i, c := range counts {
-		out[i] = envelope.EncodeResults(res[k : k+c])
-		k += c
+		if rejected == nil || rejected[i] == nil {
+			out[i] = envelope.EncodeResults(res[k : k+c])
+			k += c
+			continue
+		}
+		vals := make([][]byte, c)
+		for j := range vals {
+			if rejected[i][j] == "" {
+				vals[j] = res[k]
+				k++
+			}
+		}
+		out[i] = envelope.EncodeOutcomes(vals, rejected[i])
 	}
 	if err := writeClientUpdates(b, ex, out); err != nil {
 		return nil, fmt.Errorf("host: client table: %w", err)

@@ -95,6 +95,9 @@ type Config struct {
 	Exec   Executor
 	// Metrics, if set, receives the loop's metrics.
 	Metrics *Metrics
+	// Validation caches the application's verdicts on calls (the replica
+	// shares it with its checker); nil: a cache of its own.
+	Validation *ValidationCache
 	// Clock, if set, times persists, executions and request latencies for
 	// the metrics. The loop never reads the wall clock itself.
 	Clock  func() time.Time
@@ -127,6 +130,8 @@ type Loop struct {
 	node    *bft.Node
 	app     Application
 	signing Signing
+	// validation holds the application's verdicts on calls (validate.go).
+	validation *ValidationCache
 	engine  *storage.Engine
 	metrics *Metrics
 	snaps   *Snapshots
@@ -167,6 +172,10 @@ func New(cfg Config) (*Loop, error) {
 		arrivals: make(map[arrivalKey]time.Time),
 	}
 	l.signing, _ = cfg.App.(Signing)
+	l.validation = cfg.Validation
+	if l.validation == nil {
+		l.validation = NewValidationCache(0)
+	}
 	restored, err := loadRestored(cfg.Engine)
 	if err != nil {
 		return nil, err
@@ -387,12 +396,15 @@ func SignBytesOf(s Signing, rep *bftpb.Reply) [][]byte {
 	if s == nil || rep.Status != bftpb.ReplyStatus_REPLY_STATUS_OK || len(rep.Result) == 0 {
 		return nil
 	}
-	results, err := envelope.DecodeResults(rep.Result)
+	results, rejected, err := envelope.DecodeOutcomes(rep.Result)
 	if err != nil {
 		return nil
 	}
 	var sign [][]byte
 	for i, r := range results {
+		if rejected[i] != "" {
+			continue
+		}
 		if b := s.SignBytes(r); b != nil {
 			if sign == nil {
 				sign = make([][]byte, len(results))

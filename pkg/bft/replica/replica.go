@@ -40,6 +40,9 @@ type Replica struct {
 	peerKey  *auth.PeerKeys
 	metrics  *Metrics
 	app      Application
+	// validation caches the application's verdicts on calls: the checker
+	// (on the stream goroutines) fills it, execution reads it.
+	validation *host.ValidationCache
 
 	peers            *transport.Peers
 	server           *transport.Server
@@ -117,6 +120,7 @@ func New(cfg Config) (*Replica, error) {
 	r := &Replica{
 		cfg:              cfg,
 		log:              cfg.Logger.With("replica", cfg.Name),
+		validation:       host.NewValidationCache(0),
 		group:            gid,
 		id:               rid,
 		n:                core.N,
@@ -157,7 +161,7 @@ func New(cfg Config) (*Replica, error) {
 	}
 	r.loop, err = host.New(host.Config{
 		Core: core, Engine: r.engine, App: cfg.App, Net: (*replicaNet)(r), Exec: (*executor)(r),
-		Metrics: r.metrics, Clock: time.Now, Logger: r.log,
+		Metrics: r.metrics, Clock: time.Now, Logger: r.log, Validation: r.validation,
 	})
 	if err != nil {
 		_ = r.engine.Close()
@@ -171,7 +175,9 @@ func New(cfg Config) (*Replica, error) {
 }
 
 // validatePayload decodes an envelope and validates every call in it.
-func (r *Replica) validatePayload(payload []byte) error { return host.ValidatePayload(r.app, payload) }
+func (r *Replica) validatePayload(payload []byte) error {
+	return host.ValidateEnvelope(r.app, r.validation, payload)
+}
 
 // Ready is closed when the replica listens; PeerAddr and ClientAddr are
 // valid from then on.

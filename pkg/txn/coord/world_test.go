@@ -303,7 +303,8 @@ func (g *wgroup) order(req *bftpb.Request) {
 	if debugWorld {
 		fmt.Printf("%s order g%d client %x ts %d low %d\n", g.w.now.Format("05.000000"), g.id, []byte(req.Client)[:2], req.Timestamp, req.Low)
 	}
-	if err := host.ValidatePayload(g.replicas[0].eng, req.Payload); err != nil {
+	payloads, err := envelope.DecodeCalls(req.Payload)
+	if err != nil {
 		for _, r := range g.replicas {
 			rep := host.Rejection(&g.bdom, bft.ReplicaID(r.idx), req, err)
 			r.cache[k] = rep
@@ -311,11 +312,17 @@ func (g *wgroup) order(req *bftpb.Request) {
 		}
 		return
 	}
-	payloads, err := envelope.DecodeCalls(req.Payload)
-	require.NoError(t, err)
-	calls := make([]host.Call, len(payloads))
+	// As host.Loop.apply does: a call Validate rejects fails alone, with its
+	// reason as its outcome; the envelope's other calls execute.
+	calls := make([]host.Call, 0, len(payloads))
+	reasons := make([]string, len(payloads))
+	anyRejected := false
 	for i, p := range payloads {
-		calls[i] = host.Call{Client: bft.ClientID(req.Client), Timestamp: req.Timestamp, Index: i, Payload: p}
+		if err := g.replicas[0].eng.Validate(p); err != nil {
+			reasons[i], anyRejected = err.Error(), true
+			continue
+		}
+		calls = append(calls, host.Call{Client: bft.ClientID(req.Client), Timestamp: req.Timestamp, Index: i, Payload: p})
 		if g.executed == nil {
 			g.executed = map[txn.CallKind]int{}
 		}
@@ -337,8 +344,19 @@ func (g *wgroup) order(req *bftpb.Request) {
 		} else {
 			require.Equal(t, first, res, "replica %d of group %d computed other results", i, g.id)
 		}
+		encoded := envelope.EncodeResults(res)
+		if anyRejected {
+			vals, k := make([][]byte, len(payloads)), 0
+			for j := range vals {
+				if reasons[j] == "" {
+					vals[j] = res[k]
+					k++
+				}
+			}
+			encoded = envelope.EncodeOutcomes(vals, reasons)
+		}
 		rep := &bftpb.Reply{Client: req.Client, Timestamp: req.Timestamp, Replica: uint32(r.idx),
-			Status: bftpb.ReplyStatus_REPLY_STATUS_OK, Result: envelope.EncodeResults(res)}
+			Status: bftpb.ReplyStatus_REPLY_STATUS_OK, Result: encoded}
 		if sign := host.SignBytesOf(r.eng, rep); sign != nil {
 			sigs := make([][]byte, len(sign))
 			for j, m := range sign {

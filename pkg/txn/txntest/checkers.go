@@ -62,7 +62,7 @@ func CheckRecords(views []RecordView, final bool) []string {
 		}
 		for id, in := range v.Records {
 			if final && (in.State == txn.StatePending || in.State == txn.StateQueued) {
-				out = append(out, fmt.Sprintf("X3: group %d replica %d still holds %s %v (owner %x nonce %d) after the run", v.Group, v.Replica, in.State, id, in.Owner[:4], in.Nonce))
+				out = append(out, fmt.Sprintf("X3: group %d replica %d still holds %s %v (owner %x nonce %d, vote %s) after the run", v.Group, v.Replica, in.State, id, in.Owner[:4], in.Nonce, in.Vote))
 			}
 			prev, ok := m[id]
 			if !ok {

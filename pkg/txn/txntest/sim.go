@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 
@@ -95,13 +96,46 @@ func (s *Sim) nextTag() int64 { s.tag++; return s.tag }
 // observer counts what the coordinators report (coord.Observer).
 type observer Sim
 
-func (o *observer) Sent(txn.TxnID, *txn.Txn) {}
-func (o *observer) Decided(_ txn.TxnID, _ txn.Decision, recovered bool) {
+func (o *observer) trace(format string, args ...any) {
+	if o.opts.Trace != nil {
+		fmt.Fprintf(o.opts.Trace, "%8.3fs %s\n", float64(o.w.Now())/1e6, fmt.Sprintf(format, args...))
+	}
+}
+
+func (o *observer) Sent(id txn.TxnID, t *txn.Txn) {
+	if o.opts.Trace == nil {
+		return
+	}
+	var ops []string
+	for _, op := range t.Ops {
+		ops = append(ops, fmt.Sprintf("%v %q", op.Kind, op.Key))
+	}
+	o.trace("txn %x sent by %x nonce %d groups %v: %s", id[:4], t.Owner, t.Nonce, t.GroupIDs(), strings.Join(ops, ", "))
+}
+func (o *observer) Decided(id txn.TxnID, d txn.Decision, recovered bool) {
+	o.trace("txn %x decided %v (recovered %v)", id[:4], d, recovered)
 	if recovered {
 		o.res.Recoveries++
 	}
 }
-func (o *observer) Finished(txn.TxnID, uint64) {}
+func (o *observer) Finished(id txn.TxnID, nonce uint64) {
+	o.trace("txn %x finished (nonce %d)", id[:4], nonce)
+}
+
+// logger is a correct client's log (its coordinator's anomalies) on the
+// trace, if there is one.
+func (s *Sim) logger(idx int) *slog.Logger {
+	if s.opts.Trace == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(s.opts.Trace, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.String("sim", fmt.Sprintf("%.3fs", float64(s.w.Now())/1e6))
+			}
+			return a
+		}})).With("client", idx)
+}
 
 // Run runs one simulation and checks it.
 func Run(opts Options) Result {
@@ -160,7 +194,7 @@ func NewSim(opts Options) (*Sim, error) {
 func (s *Sim) connect(idx int) (*simClient, error) {
 	conns := s.c.Connect(idx, 4, 500_000)
 	core, err := coord.NewCore(coord.Config{Owner: conns.ID(), Keys: s.c.Keys, Map: s.c.Map, Limits: s.c.Limits,
-		Seed: s.opts.Seed*1000 + uint64(idx), Observer: (*observer)(s)}, conns)
+		Seed: s.opts.Seed*1000 + uint64(idx), Observer: (*observer)(s), Logger: s.logger(idx)}, conns)
 	if err != nil {
 		return nil, err
 	}
@@ -402,12 +436,18 @@ func (s *Sim) sweep() {
 					wops = []txn.Op{{Kind: txn.OpCmp, Key: k, Value: r.Value}, {Kind: txn.OpWrite, Key: k, Value: r.Value}}
 				}
 				sc.core.Start(wops, coord.Options{MaxRetries: 20}, func(_ *coord.Result, err error) {
-					if err != nil && !errors.Is(err, txn.ErrKeyNotFound) {
-						if errors.Is(err, txn.ErrCompareFailed) && !again {
-							// Someone wrote it meanwhile (a recovered write): again.
-							again = true
-							w.After(100_000, func() { retry(rewrite, next) })
-						}
+					if err != nil {
+						(*observer)(s).trace("sweeper: rewrite of %q: %v", k, err)
+					}
+					if err != nil && !errors.Is(err, txn.ErrKeyNotFound) && !again {
+						// Someone wrote it meanwhile (a recovered write), or
+						// it still conflicts: a group names one pending
+						// transaction per abort (E3), the one delivered
+						// first, so a key many abandoned transactions hold
+						// takes one recovery per retry and may outlast the
+						// coordinator's retries. Again, until it goes through.
+						again = true
+						w.After(100_000, func() { retry(rewrite, next) })
 					}
 					if left--; left == 0 && !again {
 						next()
