@@ -80,4 +80,3 @@ func (NoopApp) Execute(_ bft.SeqNum, calls []Call, _ *storage.Batch) ([][]byte, 
 
 // Restored implements Application.
 func (NoopApp) Restored(Reader) error { return nil }
-

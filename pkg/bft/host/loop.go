@@ -132,9 +132,9 @@ type Loop struct {
 	signing Signing
 	// validation holds the application's verdicts on calls (validate.go).
 	validation *ValidationCache
-	engine  *storage.Engine
-	metrics *Metrics
-	snaps   *Snapshots
+	engine     *storage.Engine
+	metrics    *Metrics
+	snaps      *Snapshots
 
 	// gen is the transfer generation. startTransfer increments it, so that
 	// the reports of execution jobs submitted before the transfer — which
