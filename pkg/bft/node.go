@@ -145,6 +145,27 @@ func (n *Node) IsPrimary() bool { return n.Primary() == n.cfg.ID }
 // LastExecuted returns the last sequence number the host reported executed.
 func (n *Node) LastExecuted() SeqNum { return n.lastExecuted }
 
+// Unexecuted reports whether the log holds a proposal above the last
+// executed sequence number: a batch proposed, prepared or committed that has
+// not executed here yet (after a restart, one that waits for retransmitted
+// PREPAREs and COMMITs). Null batches count: they execute too.
+func (n *Node) Unexecuted() bool {
+	for s, sl := range n.slots {
+		if s <= n.lastExecuted {
+			continue
+		}
+		if sl.committed || sl.prepared != nil {
+			return true
+		}
+		for _, ph := range sl.phases {
+			if ph.pp != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // LowWatermark returns h, the seq of the last stable checkpoint.
 func (n *Node) LowWatermark() SeqNum { return n.h }
 

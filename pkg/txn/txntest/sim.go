@@ -558,7 +558,10 @@ func (s *Sim) settled() bool {
 			}
 		}
 		for _, r := range g.Instances() {
-			if r.Correct() && (!r.Up() || r.Node().LastExecuted() < top || !r.Idle()) {
+			// A batch in the log above the executed point (after a power
+			// cut: committed before it, its COMMITs retransmitted after)
+			// must execute too before the records are checked.
+			if r.Correct() && (!r.Up() || r.Node().LastExecuted() < top || !r.Idle() || r.Node().Unexecuted()) {
 				return false
 			}
 		}
