@@ -13,12 +13,22 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft/envelope"
 )
 
-// RejectedError is returned for a call whose envelope f+1 replicas
-// rejected: it failed verification or the application's stateless
-// validation, and will never execute (DESIGN.md §3.2).
-type RejectedError struct{ Reason string }
+// RejectedError is returned for a call that f+1 replicas rejected and that
+// will never execute (DESIGN.md §3.2): either the call itself failed the
+// application's stateless validation (Call is set; the envelope's other
+// calls executed), or its whole envelope failed verification (a signature,
+// the size limit, the envelope's encoding).
+type RejectedError struct {
+	Reason string
+	// Call: this call alone was rejected; sending it again is rejected
+	// again. Unset: the envelope was, whatever the call.
+	Call bool
+}
 
 func (e *RejectedError) Error() string {
+	if e.Call {
+		return "client: call rejected by the replicas: " + e.Reason
+	}
 	return "client: request rejected by the replicas: " + e.Reason
 }
 
@@ -277,7 +287,7 @@ func (c *Core) Deliver(rep *bftpb.Reply, now time.Time) {
 		if rejected[i] != "" {
 			// This call alone was rejected by the application's stateless
 			// validation; the others of the envelope executed (DESIGN.md §3.2).
-			cl.done(Result{Err: &RejectedError{Reason: rejected[i]}})
+			cl.done(Result{Err: &RejectedError{Reason: rejected[i], Call: true}})
 			continue
 		}
 		m.CallLatency.Observe(now.Sub(cl.queued).Seconds())

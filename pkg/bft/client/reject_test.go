@@ -134,3 +134,44 @@ func TestClientSignedResultsNeedFPlusOneValidSignatures(t *testing.T) {
 		}
 	}
 }
+
+// DESIGN.md §3.2: a call the application's validation rejects executes as a
+// rejection of that call alone (an outcomes reply, envelope.EncodeOutcomes).
+// The client fails the call with a RejectedError marked Call on f+1 matching
+// replies — one lying replica that says "rejected" cannot fail it, nor can
+// one that says "ok" make it succeed.
+func TestClientFailsARejectedCallOnFPlusOneMatchingOutcomes(t *testing.T) {
+	r := newRig(t, 4, time.Hour)
+	out := r.invoke("bad")
+	waitUntil(t, "the request", func() bool { return len(r.conns[0].requests()) == 1 })
+	req := r.conns[0].requests()[0]
+	rejected := envelope.EncodeOutcomes([][]byte{nil}, []string{"txn: malformed transaction"})
+	r.reply(0, req, bftpb.ReplyStatus_REPLY_STATUS_OK, rejected, true)
+	r.reply(1, req, bftpb.ReplyStatus_REPLY_STATUS_OK, results("ok"), true) // a liar
+	select {
+	case o := <-out:
+		t.Fatalf("decided on replies that do not match: %q, %v", o.v, o.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	r.reply(2, req, bftpb.ReplyStatus_REPLY_STATUS_OK, rejected, true)
+	o := <-out
+	var rej *RejectedError
+	if !errors.As(o.err, &rej) || !rej.Call || rej.Reason != "txn: malformed transaction" || !errors.Is(o.err, ErrRejected) {
+		t.Fatalf("got %q, %v; want a RejectedError of the call with its reason", o.v, o.err)
+	}
+}
+
+// The other calls of an envelope with a rejected call get their results:
+// an outcomes reply with a value for a call is that call's result.
+func TestClientTakesAResultFromAnOutcomesReply(t *testing.T) {
+	r := newRig(t, 4, time.Hour)
+	out := r.invoke("good")
+	waitUntil(t, "the request", func() bool { return len(r.conns[0].requests()) == 1 })
+	req := r.conns[0].requests()[0]
+	ok := envelope.EncodeOutcomes([][]byte{[]byte("done")}, []string{""})
+	r.reply(0, req, bftpb.ReplyStatus_REPLY_STATUS_OK, ok, true)
+	r.reply(3, req, bftpb.ReplyStatus_REPLY_STATUS_OK, ok, true)
+	if o := <-out; o.err != nil || string(o.v) != "done" {
+		t.Fatalf("got %q, %v; want done", o.v, o.err)
+	}
+}

@@ -73,13 +73,12 @@ type Tuning struct {
 	// MaxRecoveryPolls bounds the polls of a recovery that meets a queued
 	// metadata transaction. Default 32.
 	MaxRecoveryPolls int
-	// RejectRetries is how often a call the groups rejected is sent again,
-	// after a random delay, before the rejection counts (default 3;
-	// negative: never). Replicas reject an envelope whole when one of its
-	// calls fails validation, and the group client packs the calls of many
-	// transactions into one envelope: a valid call can be rejected for
-	// another's fault, and goes through in another envelope. A call that is
-	// itself invalid is rejected every time.
+	// RejectRetries is how often a call whose whole envelope the groups
+	// rejected (its signature, size or encoding: not the call's doing) is
+	// sent again, after a random delay, before the rejection counts
+	// (default 3; negative: never). A call the application's validation
+	// rejects fails at once: it would be rejected every time, and the
+	// envelope's other calls executed (DESIGN.md §3.2).
 	RejectRetries int
 	// ReportAtDecision reports a multi-group transaction's outcome to the
 	// caller as soon as it is decided, instead of once every group

@@ -64,11 +64,11 @@ func TestMetadataReadsGoWhereOptionsSay(t *testing.T) {
 	require.Equal(t, txn.EncodeVersion(0), res.Ops[0].Value, "one answer for a metadata read, though both groups ran it")
 }
 
-// The groups reject an envelope whole when one of its calls is invalid, and
-// the group client packs concurrent transactions' calls into one envelope:
-// a valid transaction that shared an envelope with an invalid one is sent
-// again and commits; the invalid one is rejected every time.
-func TestT4AValidCallRejectedWithAnInvalidNeighbourGoesThroughAgain(t *testing.T) {
+// The group client packs concurrent transactions' calls into one envelope,
+// and the groups reject an invalid call alone (DESIGN.md §3.2): the valid
+// transaction beside it commits, the invalid one fails at once with the
+// call's rejection (not retried: it would be rejected every time).
+func TestT4AnInvalidCallFailsAloneBesideAValidOne(t *testing.T) {
 	w := newWorld(t, 2, 73)
 	m := NewMetrics(nil)
 	admin := w.newClient(70, asAdmin(w, nil, m))
@@ -77,6 +77,9 @@ func TestT4AValidCallRejectedWithAnInvalidNeighbourGoesThroughAgain(t *testing.T
 	good := admin.start(txn.NewBuilder().Insert(k0, []byte("a")).Insert(k1, []byte("b")), Options{})
 	w.settle()
 	require.ErrorIs(t, bad.err, client.ErrRejected)
+	var rej *client.RejectedError
+	require.ErrorAs(t, bad.err, &rej)
+	require.True(t, rej.Call, "the call alone was rejected, not its envelope")
 	require.NoError(t, good.err)
 	require.Empty(t, anomalies(m))
 	st := admin.core.Stats()

@@ -142,7 +142,7 @@ func (r *run) onVote(i int, res client.Result) {
 	if err != nil {
 		var rej *client.RejectedError
 		switch {
-		case errors.As(err, &rej) && r.retryRejected(p):
+		case errors.As(err, &rej) && r.retryRejected(p, rej):
 			r.after(r.rejectDelay(), func() { r.askVote(i) })
 			return
 		case errors.As(err, &rej):
@@ -204,10 +204,13 @@ func (r *run) onVote(i int, res client.Result) {
 }
 
 // retryRejected reports whether a rejected call to p's group is sent again
-// (Tuning.RejectRetries): the envelope it travelled in may have been
-// rejected for another call's fault.
-func (r *run) retryRejected(p *part) bool {
-	if p.rejects >= r.c.cfg.Tuning.RejectRetries {
+// (Tuning.RejectRetries). A call the application's validation rejected is
+// rejected again every time (its own fault, the envelope's other calls went
+// through: DESIGN.md §3.2); a rejection of the whole envelope — its
+// signature, its size, its encoding — is not the call's doing, and another
+// envelope may carry it.
+func (r *run) retryRejected(p *part, rej *client.RejectedError) bool {
+	if rej.Call || p.rejects >= r.c.cfg.Tuning.RejectRetries {
 		return false
 	}
 	p.rejects++
@@ -491,7 +494,7 @@ func (r *run) onTerm(i int, res client.Result) {
 			// The group rejected the transaction itself: it holds nothing.
 			p.termDone = true
 			r.step()
-		case errors.As(err, &rej) && r.retryRejected(p):
+		case errors.As(err, &rej) && r.retryRejected(p, rej):
 			r.after(r.rejectDelay(), func() { p.termSent = false; r.step() })
 		case errors.As(err, &rej):
 			r.stick("termination_rejected", i)
@@ -543,6 +546,7 @@ func (r *run) onProof(i int, res client.Result) {
 		return
 	}
 	out, err := r.c.decode(p.g, r.id, res)
+	var rej *client.RejectedError
 	switch {
 	case err == nil && out.Kind == txn.ResultProofAck:
 		p.proofDone = true
@@ -551,7 +555,7 @@ func (r *run) onProof(i int, res client.Result) {
 		// The outcome was acknowledged first, so this cannot be; ask again.
 		r.c.anomaly("proof_while_pending", "group", p.g, "txn", r.id)
 		r.after(r.c.cfg.Tuning.PollInterval, func() { p.proofSent = false; r.step() })
-	case errors.As(err, new(*client.RejectedError)) && r.retryRejected(p):
+	case errors.As(err, &rej) && r.retryRejected(p, rej):
 		r.after(r.rejectDelay(), func() { p.proofSent = false; r.step() })
 	case err != nil && !errors.Is(err, errAnomaly) && !errors.As(err, new(*client.RejectedError)):
 		r.abandon(err)

@@ -1,6 +1,8 @@
 package txntest
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/augustus-db/augustus/pkg/bft"
@@ -50,7 +52,7 @@ func (l TxnLiar) Reply(r *bfttest.SimReplica, rep *bftpb.Reply) *bftpb.Reply {
 	if rep.Status != bftpb.ReplyStatus_REPLY_STATUS_OK {
 		return rep
 	}
-	results, err := envelope.DecodeResults(rep.Result)
+	results, rejected, err := envelope.DecodeOutcomes(rep.Result)
 	if err != nil {
 		return rep
 	}
@@ -92,6 +94,9 @@ func (l TxnLiar) Reply(r *bfttest.SimReplica, rep *bftpb.Reply) *bftpb.Reply {
 	}
 	c := proto.Clone(rep).(*bftpb.Reply)
 	c.Result = envelope.EncodeResults(results)
+	if slices.ContainsFunc(rejected, func(r string) bool { return r != "" }) {
+		c.Result = envelope.EncodeOutcomes(results, rejected)
+	}
 	return c
 }
 
@@ -101,7 +106,7 @@ func (l TxnLiar) TamperSign(r *bfttest.SimReplica, rep *bftpb.Reply, sign [][]by
 	if l.mode(r) != "sign" || sign == nil {
 		return sign
 	}
-	results, err := envelope.DecodeResults(rep.Result)
+	results, _, err := envelope.DecodeOutcomes(rep.Result)
 	if err != nil || len(results) != len(sign) {
 		return sign
 	}
