@@ -151,7 +151,7 @@ func TestBenchAgainstTheWrongApplicationFailsAtOnce(t *testing.T) {
 	code, _, stderr := runMain(t, "bench", "--workload", "noop", "--dir", dir, "--duration", "30s", "--progress", "off")
 	require.Equal(t, 1, code)
 	require.Less(t, time.Since(start), 20*time.Second, "at once, not after the 30s run")
-	require.Contains(t, stderr, "augustus: the replicas reject the calls: client: request rejected by the replicas: ")
+	require.Contains(t, stderr, "augustus: the replicas reject the calls: client: call rejected by the replicas: ")
 	require.Contains(t, stderr, "the noop workload needs replicas running --app noop (augustus start --dir "+dir+" --app noop)")
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1-strings.Count(stderr, "bench: "), "one line of error: %q", stderr)
 	t.Logf("stderr: %s", stderr)
