@@ -102,7 +102,7 @@ func runInit(out io.Writer, o initOptions) error {
 		}
 	}
 	printCluster(out, o.dir, c)
-	fmt.Fprintf(out, "\nNext: augustus start --dir %s   (the log application; --app noop for augustus bench --workload noop)\n", o.dir)
+	fmt.Fprintf(out, "\nNext: augustus start --dir %s   (the transaction engine, for augustus txn; --app noop for augustus bench --workload noop)\n", o.dir)
 	return nil
 }
 
