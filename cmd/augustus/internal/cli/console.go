@@ -378,6 +378,7 @@ func (k *console) faultNote(g *cluster.Group) string {
 func (k *console) status(ctx context.Context) {
 	type row struct {
 		name, state                     string
+		note                            string // why the metrics are missing
 		view, primary, executed, stable string
 	}
 	rows := make([][]row, len(k.c.Groups))
@@ -395,7 +396,8 @@ func (k *console) status(ctx context.Context) {
 			}
 			rw.state = fmt.Sprintf("up (pid %d)", pid)
 			if r.MetricsAddr == "" {
-				rw.state += ", no metrics_addr in cluster.json"
+				rw.state += " *"
+				rw.note = "no metrics_addr in cluster.json"
 				continue
 			}
 			wg.Add(1)
@@ -405,7 +407,8 @@ func (k *console) status(ctx context.Context) {
 				defer cancel()
 				m, err := scrape(sctx, r.MetricsAddr)
 				if err != nil {
-					rw.state += ", metrics unavailable: " + shortError(err)
+					rw.state += " *"
+					rw.note = "metrics unavailable: " + shortError(err)
 					return
 				}
 				show := func(name string) string {
@@ -441,6 +444,11 @@ func (k *console) status(ctx context.Context) {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.name, r.state, r.view, r.primary, r.executed, r.stable)
 		}
 		_ = tw.Flush()
+		for _, r := range rows[gi] {
+			if r.note != "" {
+				fmt.Fprintf(k.out, "  * %s: %s\n", r.name, r.note)
+			}
+		}
 		fmt.Fprintf(k.out, "  %s\n", k.faultNote(g))
 	}
 	fmt.Fprintf(k.out, "The primary of view v is replica v mod %d of its group (PRIMARY: the one each replica follows).\n", 3*k.f+1)
