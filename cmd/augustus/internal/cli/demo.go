@@ -138,6 +138,9 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 		verb = "Created"
 	}
 	fmt.Fprintf(stdout, "%s the local cluster in %s; started %d replicas in %d groups (logs in %s).\n", verb, o.dir, len(names), len(c.Groups), logDir)
+	if !created && len(c.Groups) < 2 {
+		fmt.Fprintf(stdout, "It has one group, so no transaction spans groups: for the %d-group demo, delete %s or pass another --dir.\n", o.groups, o.dir)
+	}
 
 	key, err := cluster.LoadClientKey(o.dir, c.Clients[0].Name)
 	if err != nil {
