@@ -65,8 +65,8 @@ transactions from another terminal at the same time.`,
 	fl.StringVar(&o.dir, "dir", "augustus-demo", "cluster directory; created with a new cluster if it holds none")
 	fl.IntVar(&o.groups, "groups", 2, "groups of 4 replicas in a new cluster")
 	fl.IntVar(&o.basePort, "base-port", 7000, "first port of a new cluster (12 per group: peer, client, metrics per replica)")
-	fl.DurationVar(&o.callTimeout, "call-timeout", 15*time.Second, "how long a console command waits for the group")
-	fl.DurationVar(&o.readyWait, "ready-timeout", 60*time.Second, "how long to wait for the group to answer at start")
+	fl.DurationVar(&o.callTimeout, "call-timeout", 15*time.Second, "how long a console transaction waits for its outcome")
+	fl.DurationVar(&o.readyWait, "ready-timeout", 60*time.Second, "how long to wait for every group to answer at start")
 	fl.DurationVar(&o.grace, "grace", 10*time.Second, "how long replicas get to stop after SIGTERM before SIGKILL")
 	return cmd
 }
@@ -77,8 +77,8 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 		v    time.Duration
 		what string
 	}{
-		{"call-timeout", o.callTimeout, "how long a console command waits for the group"},
-		{"ready-timeout", o.readyWait, "how long to wait for the group at start"},
+		{"call-timeout", o.callTimeout, "how long a console transaction waits for its outcome"},
+		{"ready-timeout", o.readyWait, "how long to wait for the groups at start"},
 		{"grace", o.grace, "how long replicas get to stop after SIGTERM"},
 	} {
 		if err := checkPositive(d.flag, d.v, d.what); err != nil {
