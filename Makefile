@@ -60,7 +60,7 @@ fuzz: ## fuzz every decoder of network bytes for FUZZTIME each (make fuzz FUZZTI
 	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$pkg >/dev/null || { echo "FAIL: $$pkg $$t"; exit 1; }; \
 	  done; done
 
-demo: build ## a local group of 4 replicas in ./augustus-demo and a console on it (kill and restart replicas)
+demo: build ## 2 groups × 4 replicas in ./augustus-demo and a transaction console on them (kill and restart replicas)
 	$(BIN) demo
 
 .PHONY: bench-txn

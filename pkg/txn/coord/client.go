@@ -160,6 +160,17 @@ func (c *Client) ID() bft.ClientID { return c.id }
 // Metrics returns the client's metrics.
 func (c *Client) Metrics() *Metrics { return c.metrics }
 
+// GroupView returns the view of the last replies of group g that this
+// client accepted (f+1 matching ones; 0 before any, or for a group not in
+// the cluster). Tools use it to explain a slow transaction: a higher view
+// after it than before means the group changed its primary meanwhile.
+func (c *Client) GroupView(g bft.GroupID) bft.View {
+	if gc := c.groups[g]; gc != nil {
+		return gc.View()
+	}
+	return 0
+}
+
 // OpSource is anything that yields a transaction's operations: a
 // *txn.Builder, or Ops.
 type OpSource interface{ Ops() []txn.Op }

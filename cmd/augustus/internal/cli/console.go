@@ -7,43 +7,75 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chzyer/readline"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/term"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/client"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
-	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/txn/coord"
+	"github.com/augustus-db/augustus/pkg/txn/oracle"
 )
 
-const consoleHelp = `Commands:
-  append KEY VALUE   append VALUE (the rest of the line) to the log of KEY
-  read KEY           show the log of KEY
-  len KEY            show the length of the log of KEY
-  status             view, executed and stable sequence numbers of each replica
-  kill REPLICA       kill -9 a replica (g0r1, r1 or 1): the group survives f of them
+// consoleHelp lists the console's commands; example is a transaction over
+// two groups of this cluster (or "").
+func consoleHelp(example string) string {
+	var b strings.Builder
+	b.WriteString(`Transactions: a line of operations separated by ';' runs as one transaction,
+atomically, in whatever groups its keys live in (the syntax of augustus txn):
+  read KEY                        the value of KEY, or absent
+  read-range START [END] [limit N]
+                                  the present keys in [START, END)
+  cmp KEY VALUE, cmp KEY absent   abort unless KEY's value is VALUE (or KEY is absent)
+  insert KEY VALUE                set KEY to VALUE; aborts if KEY exists
+  write KEY VALUE                 set KEY to VALUE; aborts unless KEY exists
+  delete KEY                      delete KEY; aborts unless KEY exists
+  meta read KEY                   read the metadata keyspace
+A key or value is a word, a "quoted string" with Go escapes, or 0x and hex digits.
+`)
+	if example != "" {
+		fmt.Fprintf(&b, "Across groups: %s\n", example)
+	}
+	b.WriteString(`
+Commands:
+  where KEY...       the group each key lives in
+  status             view, primary, executed and stable sequence numbers of every replica of every group
+  kill REPLICA       kill -9 a replica (e.g. g1r2): each group survives f of its replicas down
   restart REPLICA    start a killed replica again: it catches up with the others
   help               this text
   quit               stop the replicas and leave (also exit, Ctrl-D)
-`
+`)
+	return b.String()
+}
 
-// console is the demo's command loop.
+// consoleCommands are the console's own words; txnVerbs start a transaction.
+var (
+	consoleCommands = []string{"where", "status", "kill", "restart", "help", "quit"}
+	txnVerbs        = []string{"read", "read-range", "cmp", "cmp-range", "insert", "write", "delete", "meta"}
+)
+
+// console is the demo's command loop: transactions through one coord
+// client, and the replicas of every group under a supervisor.
 type console struct {
-	out io.Writer
-	cl  *client.Client
-	// metrics are cl's metrics: the console reads its retransmissions.
-	metrics     *client.Metrics
+	out  io.Writer
+	cl   *coord.Client
+	pmap *oracle.Map
+	// reg holds cl's metrics: the console reads its group clients'
+	// retransmissions.
+	reg         prometheus.Gatherer
 	sup         *supervisor
-	group       *cluster.Group
+	c           *cluster.Cluster
 	f           int
 	callTimeout time.Duration
+	// example is a transaction across two groups, for the help.
+	example string
 	// echo prints each command after a prompt, so a session read from a
 	// pipe reads as a transcript.
 	echo bool
@@ -86,125 +118,168 @@ func (k *console) exec(ctx context.Context, line string) bool {
 	case "quit", "exit", `\q`:
 		return true
 	case "help", "?", `\?`:
-		fmt.Fprint(k.out, consoleHelp)
-	case "append":
-		key, value, ok := strings.Cut(rest, " ")
-		if !ok || key == "" {
-			fmt.Fprintln(k.out, "usage: append KEY VALUE")
-			return false
-		}
-		if res, ok := k.call(ctx, replica.LogAppend(key, []byte(value))); ok {
-			if n, err := replica.DecodeLogLength(res); err != nil {
-				fmt.Fprintf(k.out, "error: %v\n", err)
-			} else {
-				fmt.Fprintf(k.out, "ok: %s has %s\n", key, entries(n))
-			}
-		}
-	case "read":
-		if !k.needKey("read", rest) {
-			return false
-		}
-		if res, ok := k.call(ctx, replica.LogRead(rest)); ok {
-			list, err := replica.DecodeLogEntries(res)
-			if err != nil {
-				fmt.Fprintf(k.out, "error: %v\n", err)
-				return false
-			}
-			fmt.Fprintf(k.out, "%s: %s\n", rest, entries(uint64(len(list))))
-			for i, e := range list {
-				fmt.Fprintf(k.out, "  %d  %s\n", i+1, printable(e))
-			}
-		}
-	case "len":
-		if !k.needKey("len", rest) {
-			return false
-		}
-		if res, ok := k.call(ctx, replica.LogLen(rest)); ok {
-			if n, err := replica.DecodeLogLength(res); err != nil {
-				fmt.Fprintf(k.out, "error: %v\n", err)
-			} else {
-				fmt.Fprintf(k.out, "%s: %s\n", rest, entries(n))
-			}
-		}
+		fmt.Fprint(k.out, consoleHelp(k.example))
+	case "where":
+		k.where(rest)
 	case "status":
 		k.status(ctx)
 	case "kill":
-		name, ok := k.replicaName(rest)
+		r, ok := k.replica(rest)
 		if !ok {
 			return false
 		}
-		if err := k.sup.Kill(name); err != nil {
+		if err := k.sup.Kill(r.Name); err != nil {
 			fmt.Fprintf(k.out, "error: %v\n", err)
 			return false
 		}
-		fmt.Fprintf(k.out, "killed %s (SIGKILL). %s\n", name, k.faultNote())
+		fmt.Fprintf(k.out, "killed %s (SIGKILL). %s\n", r.Name, k.faultNote(k.groupOf(r.Name)))
 	case "restart", "start":
-		name, ok := k.replicaName(rest)
+		r, ok := k.replica(rest)
 		if !ok {
 			return false
 		}
-		pid, err := k.sup.Start(name)
+		pid, err := k.sup.Start(r.Name)
 		if err != nil {
 			fmt.Fprintf(k.out, "error: %v\n", err)
 			return false
 		}
-		fmt.Fprintf(k.out, "started %s (pid %d); it recovers from its store and catches up. Try status.\n", name, pid)
+		fmt.Fprintf(k.out, "started %s (pid %d); it recovers from its store and catches up. Try status.\n", r.Name, pid)
 	default:
-		fmt.Fprintf(k.out, "unknown command %q; type help for the commands\n", cmd)
+		verb := strings.TrimRight(strings.ToLower(cmd), ";")
+		if !slices.Contains(txnVerbs, verb) {
+			fmt.Fprintf(k.out, "unknown command %q: type help for the commands and the transaction syntax\n", cmd)
+			return false
+		}
+		k.txn(ctx, line)
 	}
 	return false
 }
 
-func (k *console) needKey(cmd, key string) bool {
-	if key == "" || strings.ContainsAny(key, " \t") {
-		fmt.Fprintf(k.out, "usage: %s KEY (a key has no spaces)\n", cmd)
-		return false
-	}
-	return true
-}
-
-// call runs one call against the group within the console's timeout.
-func (k *console) call(ctx context.Context, payload []byte) ([]byte, bool) {
-	if err := (replica.LogApp{}).Validate(payload); err != nil {
+// txn runs a line as one transaction and prints its outcome and results.
+func (k *console) txn(ctx context.Context, line string) {
+	stmts, err := parseTxn(line)
+	if err != nil {
 		fmt.Fprintf(k.out, "error: %v\n", err)
-		return nil, false
+		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, k.callTimeout)
 	defer cancel()
 	start := time.Now()
-	viewBefore, resentBefore := k.cl.View(), k.retransmissions()
-	res, err := k.cl.Invoke(ctx, payload)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			fmt.Fprintf(k.out, "no answer within %s: the group needs %d of its %d replicas running (%s). The call is still pending and may execute later.\n",
-				k.callTimeout, 2*k.f+1, len(k.group.Replicas), k.runningSummary())
-		} else {
-			fmt.Fprintf(k.out, "error: %v\n", err)
-		}
-		return nil, false
+	before, resentBefore := k.views(), k.retransmissions()
+	res, err := execTxn(ctx, k.cl, stmts, coord.Options{})
+	switch {
+	case errors.Is(err, coord.ErrNoAdminKey):
+		fmt.Fprintf(k.out, "error: metadata writes need an admin key, which the console does not use: augustus txn --dir DIR --admin admin0 '...'\n")
+		return
+	case errors.Is(err, context.DeadlineExceeded):
+		fmt.Fprintf(k.out, "no outcome within %s: each group needs %d of its %d replicas running (%s). The transaction may still commit: the client goes on finishing it.\n",
+			k.callTimeout, 2*k.f+1, 3*k.f+1, k.runningSummary())
+		return
+	case err != nil:
+		fmt.Fprintf(k.out, "error: %v\n", err)
+		return
+	}
+	if err := printTxn(k.out, k.pmap, stmts, res); err != nil {
+		fmt.Fprintf(k.out, "error: %v\n", err)
 	}
 	if d := time.Since(start); d > time.Second {
 		fmt.Fprintf(k.out, "(answered after %s: %s)\n", d.Round(100*time.Millisecond),
-			k.whySlow(viewBefore, k.cl.View(), k.retransmissions()-resentBefore))
+			k.whySlow(res.Groups, before, k.views(), k.retransmissions()-resentBefore, res.Attempts))
 	}
-	return res, true
 }
 
-// whySlow says what happened during a slow call, from what the client
-// learned: the view of the f+1 matching replies before and after (a higher
-// one means the group changed its primary), and whether it had to send the
-// call again.
-func (k *console) whySlow(before, after bft.View, resent float64) string {
-	n := uint64(len(k.group.Replicas))
-	primary := func(v bft.View) string {
-		return k.group.ReplicasByIndex()[uint64(v)%n].Name
+// where says which group each key lives in.
+func (k *console) where(rest string) {
+	toks, err := tokenize(rest)
+	if err == nil && len(toks) == 0 {
+		err = errors.New("want where KEY...")
 	}
-	var what string
-	switch {
-	case after > before:
-		what = fmt.Sprintf("the group changed its primary from %s (view %d) to %s (view %d)", primary(before), before, primary(after), after)
-	default:
-		what = fmt.Sprintf("no change of primary (still %s, view %d)", primary(after), after)
+	if err != nil {
+		fmt.Fprintf(k.out, "error: %v\n", err)
+		return
+	}
+	tw := tabwriter.NewWriter(k.out, 0, 0, 2, ' ', 0)
+	for _, t := range toks {
+		key, err := bytesOf(t)
+		if err != nil {
+			fmt.Fprintf(tw, "%s\terror: %v\n", t.text, err)
+			continue
+		}
+		g := k.pmap.KeyGroup(key)
+		fmt.Fprintf(tw, "%s\tgroup %d\t(replicas %s)\n", quote(key), g, strings.Join(k.names(k.group(g)), ", "))
+	}
+	_ = tw.Flush()
+}
+
+// group returns the group with id g (nil if none).
+func (k *console) group(g bft.GroupID) *cluster.Group {
+	for i := range k.c.Groups {
+		if bft.GroupID(k.c.Groups[i].ID) == g {
+			return &k.c.Groups[i]
+		}
+	}
+	return nil
+}
+
+// groupOf returns the group of a replica.
+func (k *console) groupOf(name string) *cluster.Group {
+	for i := range k.c.Groups {
+		for _, r := range k.c.Groups[i].Replicas {
+			if r.Name == name {
+				return &k.c.Groups[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (k *console) names(g *cluster.Group) []string {
+	var names []string
+	if g != nil {
+		for _, r := range g.ReplicasByIndex() {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}
+
+// views returns the view each group's last accepted replies had.
+func (k *console) views() map[bft.GroupID]bft.View {
+	v := make(map[bft.GroupID]bft.View, len(k.c.Groups))
+	for _, g := range k.c.Groups {
+		if k.cl != nil {
+			v[bft.GroupID(g.ID)] = k.cl.GroupView(bft.GroupID(g.ID))
+		}
+	}
+	return v
+}
+
+// whySlow says what happened during a slow transaction, from what the
+// client learned: the view of each involved group's f+1 matching replies
+// before and after (a higher one means the group changed its primary),
+// whether it had to send envelopes again, and whether conflicts made it
+// retry.
+func (k *console) whySlow(groups []bft.GroupID, before, after map[bft.GroupID]bft.View, resent float64, attempts int) string {
+	var parts []string
+	changed := false
+	for _, id := range groups {
+		g := k.group(id)
+		if g == nil {
+			continue
+		}
+		n := uint64(len(g.Replicas))
+		primary := func(v bft.View) string { return g.ReplicasByIndex()[uint64(v)%n].Name }
+		b, a := before[id], after[id]
+		if a > b {
+			changed = true
+			parts = append(parts, fmt.Sprintf("group %d changed its primary from %s (view %d) to %s (view %d)", id, primary(b), b, primary(a), a))
+		} else {
+			parts = append(parts, fmt.Sprintf("group %d kept its primary (%s, view %d)", id, primary(a), a))
+		}
+	}
+	what := strings.Join(parts, "; ")
+	if attempts > 1 {
+		what += fmt.Sprintf("; it took %d attempts (conflicts with other transactions)", attempts)
 	}
 	switch {
 	case resent > 0:
@@ -212,134 +287,200 @@ func (k *console) whySlow(before, after bft.View, resent float64) string {
 		if resent == 1 {
 			times = "once"
 		}
-		what += "; the call got no answer in time and was sent again " + times
-	case after == before:
+		what += "; a call got no answer in time and was sent again " + times
+	case !changed && attempts <= 1:
 		what += "; the replicas were slow to answer (busy, or catching up)"
 	}
 	return what
 }
 
-// retransmissions is how many envelopes the console's client re-sent.
+// retransmissions is how many envelopes the console's group clients re-sent.
 func (k *console) retransmissions() float64 {
-	if k.metrics == nil {
+	if k.reg == nil {
 		return 0
 	}
-	return counterValue(k.metrics.Retransmissions)
+	mfs, err := k.reg.Gather()
+	if err != nil {
+		return 0
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == "augustus_client_retransmissions_total" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
-// replicaName resolves g0r1, r1 or 1 to a replica of the group.
-func (k *console) replicaName(arg string) (string, bool) {
+// replica resolves a replica's name (g1r2; r2 or 2 when the cluster has one
+// group).
+func (k *console) replica(arg string) (cluster.Replica, bool) {
 	arg = strings.TrimSpace(arg)
-	for _, r := range k.group.Replicas {
-		idx := strconv.Itoa(int(r.Index))
-		if arg == r.Name || arg == idx || arg == "r"+idx {
-			return r.Name, true
+	for _, g := range k.c.Groups {
+		for _, r := range g.Replicas {
+			idx := strconv.Itoa(int(r.Index))
+			if arg == r.Name || (len(k.c.Groups) == 1 && (arg == idx || arg == "r"+idx)) {
+				return r, true
+			}
 		}
 	}
 	var names []string
-	for _, r := range k.group.ReplicasByIndex() {
-		names = append(names, r.Name)
+	for i := range k.c.Groups {
+		names = append(names, k.names(&k.c.Groups[i])...)
 	}
 	fmt.Fprintf(k.out, "unknown replica %q: one of %s\n", arg, strings.Join(names, ", "))
-	return "", false
+	return cluster.Replica{}, false
 }
 
+// runningSummary lists the running replicas of each group.
 func (k *console) runningSummary() string {
-	var up []string
-	for _, r := range k.group.ReplicasByIndex() {
-		if _, ok := k.sup.Running(r.Name); ok {
-			up = append(up, r.Name)
+	var parts []string
+	for i := range k.c.Groups {
+		g := &k.c.Groups[i]
+		var up []string
+		for _, r := range g.ReplicasByIndex() {
+			if _, ok := k.sup.Running(r.Name); ok {
+				up = append(up, r.Name)
+			}
 		}
+		s := "none running"
+		if len(up) > 0 {
+			s = "running " + strings.Join(up, ", ")
+		}
+		parts = append(parts, fmt.Sprintf("group %d: %s", g.ID, s))
 	}
-	if len(up) == 0 {
-		return "none running"
-	}
-	return "running: " + strings.Join(up, ", ")
+	return strings.Join(parts, "; ")
 }
 
-func (k *console) faultNote() string {
+// faultNote says whether group g still answers.
+func (k *console) faultNote(g *cluster.Group) string {
+	if g == nil {
+		return ""
+	}
 	down := 0
-	for _, r := range k.group.Replicas {
+	for _, r := range g.Replicas {
 		if _, ok := k.sup.Running(r.Name); !ok {
 			down++
 		}
 	}
 	switch {
 	case down <= k.f:
-		return fmt.Sprintf("%d of %d replicas down: the group still answers (it tolerates f=%d).", down, len(k.group.Replicas), k.f)
+		return fmt.Sprintf("Group %d: %d of %d replicas down: it still answers (it tolerates f=%d).", g.ID, down, len(g.Replicas), k.f)
 	default:
-		return fmt.Sprintf("%d of %d replicas down: more than f=%d, so the group cannot order calls until you restart some.", down, len(k.group.Replicas), k.f)
+		return fmt.Sprintf("Group %d: %d of %d replicas down: more than f=%d, so it cannot order calls (transactions that touch it wait) until you restart some.", g.ID, down, len(g.Replicas), k.f)
 	}
 }
 
-// status prints each replica's state from its metrics.
+// status prints the state of every replica of every group from its
+// metrics.
 func (k *console) status(ctx context.Context) {
 	type row struct {
-		name, state            string
-		view, executed, stable string
+		name, state                     string
+		note                            string // why the metrics are missing
+		view, primary, executed, stable string
 	}
-	reps := k.group.ReplicasByIndex()
-	rows := make([]row, len(reps))
+	rows := make([][]row, len(k.c.Groups))
 	var wg sync.WaitGroup
-	for i, r := range reps {
-		rows[i] = row{name: r.Name, view: "-", executed: "-", stable: "-"}
-		pid, running := k.sup.Running(r.Name)
-		if !running {
-			rows[i].state = "down"
-			continue
-		}
-		rows[i].state = fmt.Sprintf("up (pid %d)", pid)
-		if r.MetricsAddr == "" {
-			rows[i].state += ", no metrics_addr in cluster.json"
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			m, err := scrape(sctx, r.MetricsAddr)
-			if err != nil {
-				rows[i].state += ", metrics unavailable: " + shortError(err)
-				return
+	for gi := range k.c.Groups {
+		reps := k.c.Groups[gi].ReplicasByIndex()
+		rows[gi] = make([]row, len(reps))
+		for i, r := range reps {
+			rw := &rows[gi][i]
+			*rw = row{name: r.Name, view: "-", primary: "-", executed: "-", stable: "-"}
+			pid, running := k.sup.Running(r.Name)
+			if !running {
+				rw.state = "down"
+				continue
 			}
-			show := func(name string) string {
-				if v, ok := m.value(name); ok {
-					return strconv.FormatFloat(v, 'f', -1, 64)
+			rw.state = fmt.Sprintf("up (pid %d)", pid)
+			if r.MetricsAddr == "" {
+				rw.state += " *"
+				rw.note = "no metrics_addr in cluster.json"
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				m, err := scrape(sctx, r.MetricsAddr)
+				if err != nil {
+					rw.state += " *"
+					rw.note = "metrics unavailable: " + shortError(err)
+					return
 				}
-				return "?"
-			}
-			rows[i].view = show(metricView)
-			if v, ok := m.value(metricViewChanging); ok && v > 0 {
-				rows[i].view += " (changing)"
-			}
-			rows[i].executed = show(metricExecuted)
-			rows[i].stable = show(metricStable)
-		}()
+				show := func(name string) string {
+					if v, ok := m.value(name); ok {
+						return strconv.FormatFloat(v, 'f', -1, 64)
+					}
+					return "?"
+				}
+				if v, ok := m.value(metricView); ok && v >= 0 {
+					rw.view = strconv.FormatFloat(v, 'f', -1, 64)
+					rw.primary = reps[uint64(v)%uint64(len(reps))].Name
+				} else {
+					rw.view = "?"
+				}
+				if v, ok := m.value(metricViewChanging); ok && v > 0 {
+					rw.view += " (changing)"
+				}
+				rw.executed = show(metricExecuted)
+				rw.stable = show(metricStable)
+			}()
+		}
 	}
 	wg.Wait()
-	tw := tabwriter.NewWriter(k.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPLICA\tSTATE\tVIEW\tEXECUTED\tSTABLE")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.name, r.state, r.view, r.executed, r.stable)
+	for gi := range k.c.Groups {
+		g := &k.c.Groups[gi]
+		if gi > 0 {
+			fmt.Fprintln(k.out)
+		}
+		fmt.Fprintf(k.out, "Group %d%s:\n", g.ID, k.keysOf(bft.GroupID(g.ID)))
+		tw := tabwriter.NewWriter(k.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  REPLICA\tSTATE\tVIEW\tPRIMARY\tEXECUTED\tSTABLE")
+		for _, r := range rows[gi] {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.name, r.state, r.view, r.primary, r.executed, r.stable)
+		}
+		_ = tw.Flush()
+		for _, r := range rows[gi] {
+			if r.note != "" {
+				fmt.Fprintf(k.out, "  * %s: %s\n", r.name, r.note)
+			}
+		}
+		fmt.Fprintf(k.out, "  %s\n", k.faultNote(g))
 	}
-	_ = tw.Flush()
-	fmt.Fprintf(k.out, "The primary of view v is replica v mod %d. %s\n", len(reps), k.faultNote())
+	fmt.Fprintf(k.out, "The primary of view v is replica v mod %d of its group (PRIMARY: the one each replica follows).\n", 3*k.f+1)
 }
 
-func entries(n uint64) string {
-	if n == 1 {
-		return "1 entry"
+// keysOf describes the key ranges group g holds in the console's map, as
+// " (keys from A to B, ...)", or "" without a map.
+func (k *console) keysOf(g bft.GroupID) string {
+	if k.pmap == nil {
+		return ""
 	}
-	return strconv.FormatUint(n, 10) + " entries"
-}
-
-// printable shows a value as text when it is, else quoted.
-func printable(b []byte) string {
-	if utf8.Valid(b) && !strings.ContainsFunc(string(b), func(r rune) bool { return r < ' ' && r != '\t' }) {
-		return string(b)
+	var spans []string
+	rs := k.pmap.Ranges()
+	for i, r := range rs {
+		if !slices.Contains(r.Groups, g) {
+			continue
+		}
+		span := "from " + quote(r.Start)
+		if i+1 < len(rs) {
+			span += " to " + quote(rs[i+1].Start)
+		} else {
+			span += " on"
+		}
+		if len(r.Groups) > 1 {
+			span += " (shared by hash)"
+		}
+		spans = append(spans, span)
 	}
-	return strconv.Quote(string(b))
+	if len(spans) == 0 {
+		return " (no keys)"
+	}
+	return " (keys " + strings.Join(spans, ", ") + ")"
 }
 
 // newLineReader reads lines with line editing and history on a terminal,
@@ -360,7 +501,7 @@ type readlineReader struct {
 
 func newReadlineReader(ctx context.Context, in *os.File, out io.Writer, historyFile string) (*readlineReader, error) {
 	words := []readline.PrefixCompleterInterface{}
-	for _, w := range []string{"append", "read", "len", "status", "kill", "restart", "help", "quit"} {
+	for _, w := range append(slices.Clone(consoleCommands), txnVerbs...) {
 		words = append(words, readline.PcItem(w))
 	}
 	rl, err := readline.NewEx(&readline.Config{

@@ -12,17 +12,20 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/bft/client"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
-	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/txn/coord"
+	"github.com/augustus-db/augustus/pkg/txn/oracle"
 )
 
 type demoOptions struct {
 	dir         string
+	groups      int
 	basePort    int
 	callTimeout time.Duration
 	readyWait   time.Duration
@@ -33,20 +36,26 @@ func newDemoCommand() *cobra.Command {
 	o := demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a local replica group and open a console on it",
-		Long: `Create (or reuse) a local cluster in --dir — one group of 4 replicas (f=1) on
-127.0.0.1 — start its replicas as child processes, wait until the group answers,
-and open a console where you append to and read replicated logs, watch the
-replicas' view and progress, and kill -9 and restart replicas to see the group
-survive one fault.
+		Short: "Run a local cluster of replica groups and open a transaction console on it",
+		Long: `Create (or reuse) a local cluster in --dir — 2 groups of 4 replicas (f=1) on
+127.0.0.1, running the transaction engine — start its replicas as child
+processes, wait until every group answers, and open a console where you run
+transactions across the groups (the syntax of augustus txn: 'insert a 1;
+insert été 2'), see which group each key lives in (where KEY), watch every
+replica's view and progress (status), and kill -9 and restart replicas to see
+each group survive one fault.
 
-Until the SQL layer exists, the console speaks the replicated log application;
-the SQL shell takes its place when that layer lands. Replica logs go to
-DIR/logs/. Leaving the console stops the replicas; their state stays in DIR, so
-the next "augustus demo" continues where this one stopped.`,
+The keys are range-partitioned over the groups: with 2 groups, keys whose
+first byte is below 0x80 (every ASCII key) live in group 0, the others (e.g.
+été) in group 1. The SQL shell takes the console's place when the SQL layer
+lands. Replica logs go to DIR/logs/. Leaving the console stops the replicas;
+their state stays in DIR, so the next "augustus demo" continues where this one
+stopped (--groups and --base-port only apply to a new cluster). The console
+uses the client key client0; "augustus txn --dir DIR" (client1) can run
+transactions from another terminal at the same time.`,
 		Example: `  augustus demo
-  augustus demo --dir /tmp/demo --base-port 7100
-  printf 'append k hello\nread k\nquit\n' | augustus demo`,
+  augustus demo --dir /tmp/demo --base-port 7100 --groups 3
+  printf 'insert a 1; insert été 2\nread a; read été\nstatus\nquit\n' | augustus demo`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
@@ -54,9 +63,10 @@ the next "augustus demo" continues where this one stopped.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.dir, "dir", "augustus-demo", "cluster directory; created with a new cluster if it holds none")
-	fl.IntVar(&o.basePort, "base-port", 7000, "first port of a new cluster (12 ports: peer, client, metrics per replica)")
-	fl.DurationVar(&o.callTimeout, "call-timeout", 15*time.Second, "how long a console command waits for the group")
-	fl.DurationVar(&o.readyWait, "ready-timeout", 60*time.Second, "how long to wait for the group to answer at start")
+	fl.IntVar(&o.groups, "groups", 2, "groups of 4 replicas in a new cluster")
+	fl.IntVar(&o.basePort, "base-port", 7000, "first port of a new cluster (12 per group: peer, client, metrics per replica)")
+	fl.DurationVar(&o.callTimeout, "call-timeout", 15*time.Second, "how long a console transaction waits for its outcome")
+	fl.DurationVar(&o.readyWait, "ready-timeout", 60*time.Second, "how long to wait for every group to answer at start")
 	fl.DurationVar(&o.grace, "grace", 10*time.Second, "how long replicas get to stop after SIGTERM before SIGKILL")
 	return cmd
 }
@@ -67,16 +77,19 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 		v    time.Duration
 		what string
 	}{
-		{"call-timeout", o.callTimeout, "how long a console command waits for the group"},
-		{"ready-timeout", o.readyWait, "how long to wait for the group at start"},
+		{"call-timeout", o.callTimeout, "how long a console transaction waits for its outcome"},
+		{"ready-timeout", o.readyWait, "how long to wait for the groups at start"},
 		{"grace", o.grace, "how long replicas get to stop after SIGTERM"},
 	} {
 		if err := checkPositive(d.flag, d.v, d.what); err != nil {
 			return err
 		}
 	}
-	if o.basePort < 1 || o.basePort > 65535-11 {
-		return fmt.Errorf("--base-port %d: want 1..%d (a new cluster takes 12 ports from it)", o.basePort, 65535-11)
+	if o.groups < 1 || o.groups > maxDemoGroups {
+		return fmt.Errorf("--groups %d: want 1..%d", o.groups, maxDemoGroups)
+	}
+	if ports := 12 * o.groups; o.basePort < 1 || o.basePort > 65536-ports {
+		return fmt.Errorf("--base-port %d: want 1..%d (a new cluster of %d groups takes %d ports from it)", o.basePort, 65536-ports, o.groups, ports)
 	}
 	c, created, err := demoCluster(stdout, o)
 	if err != nil {
@@ -85,7 +98,6 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	if err := checkPortsFree(c); err != nil {
 		return err
 	}
-	g := &c.Groups[0]
 	logDir := filepath.Join(o.dir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("demo: replica log directory: %w", err)
@@ -94,7 +106,7 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	// supervisor never restarts a replica on its own.
 	sup, err := newSupervisor(supervisorConfig{
 		args: func(name string) []string {
-			return []string{"replica", "--dir", o.dir, "--id", name, "--app", appLog, "--log-level", "info"}
+			return []string{"replica", "--dir", o.dir, "--id", name, "--app", appTxn, "--log-level", "info"}
 		},
 		output: func(name string) (io.Writer, func(), error) {
 			f, err := os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -115,8 +127,9 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 		}
 		fmt.Fprintf(stdout, "Stopped. The cluster and its data stay in %s: run augustus demo --dir %s to continue, or delete it.\n", o.dir, o.dir)
 	}()
-	for _, r := range g.ReplicasByIndex() {
-		if _, err := sup.Start(r.Name); err != nil {
+	names := replicaNames(c)
+	for _, name := range names {
+		if _, err := sup.Start(name); err != nil {
 			return err
 		}
 	}
@@ -124,32 +137,39 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	if created {
 		verb = "Created"
 	}
-	fmt.Fprintf(stdout, "%s the local cluster in %s; started %d replicas (logs in %s).\n", verb, o.dir, len(g.Replicas), logDir)
+	fmt.Fprintf(stdout, "%s the local cluster in %s; started %d replicas in %d groups (logs in %s).\n", verb, o.dir, len(names), len(c.Groups), logDir)
+	if !created && len(c.Groups) < 2 {
+		fmt.Fprintf(stdout, "It has one group, so no transaction spans groups: for the %d-group demo, delete %s or pass another --dir.\n", o.groups, o.dir)
+	}
 
 	key, err := cluster.LoadClientKey(o.dir, c.Clients[0].Name)
 	if err != nil {
 		return err
 	}
-	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
-	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cm := client.NewMetrics(nil)
-	cl, err := client.New(startCtx, client.Config{
-		Cluster: c, Group: bft.GroupID(g.ID), Key: key, Timeout: 500 * time.Millisecond,
-		Logger:  quiet, // also the connections' logger
-		Metrics: cm,
-	})
-	cancelStart()
+	pmap, err := oracle.FromCluster(c)
 	if err != nil {
-		return fmt.Errorf("demo: connect to the group: %w", err)
+		return fmt.Errorf("demo: %w", err)
 	}
+	fmt.Fprintf(stdout, "Waiting for the groups to answer...\n")
+	// The client connects to every group and asks each for what it holds
+	// of this client (W3): when that returns, every group answers.
+	readyCtx, cancelReady := context.WithTimeout(ctx, o.readyWait)
+	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	reg := prometheus.NewRegistry()
+	cl, err := coord.NewClient(readyCtx, coord.ClientConfig{
+		Cluster: c, Key: key, Map: pmap, Logger: quiet, Registerer: reg,
+		GroupTimeout: 500 * time.Millisecond, DrainTimeout: 5 * time.Second,
+	})
+	cancelReady()
+	if err != nil {
+		return fmt.Errorf("demo: the groups did not answer within %s (see the logs in %s): %w", o.readyWait, logDir, err)
+	}
+	// Close lets the console's last transaction finish terminating before
+	// the replicas stop (deferred after the supervisor, so it runs first).
 	defer cl.Close()
-
-	fmt.Fprintf(stdout, "Waiting for the group to answer...\n")
-	if err := waitGroupAnswers(ctx, cl, o.readyWait); err != nil {
-		return fmt.Errorf("demo: the group did not answer within %s (see the logs in %s): %w", o.readyWait, logDir, err)
-	}
-	k := &console{out: stdout, cl: cl, metrics: cm, sup: sup, group: g, f: c.F, callTimeout: o.callTimeout}
-	fmt.Fprint(stdout, demoBanner(g, c.F))
+	k := &console{out: stdout, cl: cl, pmap: pmap, reg: reg, sup: sup, c: c, f: c.F, callTimeout: o.callTimeout,
+		example: crossGroupExample(pmap)}
+	fmt.Fprint(stdout, demoBanner(c, pmap, k.example))
 	lines, err := newLineReader(ctx, in, stdout, filepath.Join(o.dir, ".console_history"))
 	if err != nil {
 		return err
@@ -159,16 +179,49 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	return k.run(ctx, lines)
 }
 
-func demoBanner(g *cluster.Group, f int) string {
-	return fmt.Sprintf(`
-The group answers: %d replicas ordering calls with PBFT, tolerating f=%d faulty.
+// maxDemoGroups bounds --groups: every replica is a process on this machine.
+const maxDemoGroups = 8
 
-The SQL shell arrives with the SQL layer. Until then this console talks to
-the replicated log application: every command below is ordered by the group
-and its result accepted only when f+1 = %d replicas return the same one.
-Type help for the commands.
+// crossGroupExample is a transaction over keys of two groups of m, or "".
+func crossGroupExample(m *oracle.Map) string {
+	// Candidates: an ASCII key and keys whose first byte is high, which
+	// the default map puts in group 0 and in later groups.
+	first := []byte("a")
+	for _, other := range []string{"été", "ünder", "\xc0k", "\xe0k", "\xf0k"} {
+		if m.KeyGroup([]byte(other)) != m.KeyGroup(first) {
+			lit := other
+			if !utf8.ValidString(other) {
+				lit = quote([]byte(other))
+			}
+			return fmt.Sprintf("insert a 1; insert %s 2   then   read a; read %s", lit, lit)
+		}
+	}
+	return ""
+}
 
-`, len(g.Replicas), f, f+1)
+func demoBanner(c *cluster.Cluster, m *oracle.Map, example string) string {
+	var b strings.Builder
+	n := 0
+	if len(c.Groups) > 0 {
+		n = len(c.Groups[0].Replicas)
+	}
+	fmt.Fprintf(&b, "\nEvery group answers: %d groups of %d replicas, each ordering calls with PBFT and\n", len(c.Groups), n)
+	fmt.Fprintf(&b, "tolerating f=%d faulty, running the Augustus transaction engine.\n\n", c.F)
+	k := &console{c: c, pmap: m}
+	for _, g := range c.Groups {
+		fmt.Fprintf(&b, "  group %d%s\n", g.ID, k.keysOf(bft.GroupID(g.ID)))
+	}
+	fmt.Fprintf(&b, `
+Type a transaction: operations separated by ';' (the syntax of augustus txn)
+commit atomically across the groups their keys live in; a group's vote counts
+only when f+1 = %d of its replicas return the same one. The SQL shell arrives
+with the SQL layer.
+`, c.F+1)
+	if example != "" {
+		fmt.Fprintf(&b, "Try: %s\n", example)
+	}
+	b.WriteString("Type help for the commands.\n\n")
+	return b.String()
 }
 
 // demoCluster loads the cluster in o.dir or creates one.
@@ -187,7 +240,9 @@ func demoCluster(stdout io.Writer, o demoOptions) (*cluster.Cluster, bool, error
 		return nil, false, fmt.Errorf("demo: %w", err)
 	}
 	opts := cluster.DefaultGenerateOptions(o.dir)
-	opts.Groups, opts.BasePort = 1, o.basePort
+	// Two clients: the console uses client0, and augustus txn (the last
+	// client by default) can run beside it.
+	opts.Groups, opts.BasePort, opts.Clients = o.groups, o.basePort, 2
 	c, err := cluster.Generate(opts)
 	if err != nil {
 		return nil, false, err
@@ -212,12 +267,4 @@ func checkPortsFree(c *cluster.Cluster) error {
 		}
 	}
 	return nil
-}
-
-// waitGroupAnswers retries a read-only call until the group answers.
-func waitGroupAnswers(ctx context.Context, cl *client.Client, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	_, err := cl.Invoke(ctx, replica.LogLen("demo"))
-	return err
 }

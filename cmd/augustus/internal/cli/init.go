@@ -53,8 +53,9 @@ init never overwrites an existing cluster.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.dir, "dir", "", "directory to write the cluster into (created if needed; required)")
-	// One group until transactions span groups: README and the demo use
-	// one, and a second group would only sit idle.
+	// One group by default: bench's noop and log workloads use group 0
+	// only; transactions across groups ask for more (--groups 2, as
+	// README's Transactions section; the demo makes its own 2 groups).
 	fl.IntVar(&o.groups, "groups", 1, "number of replica groups")
 	fl.IntVar(&o.f, "f", def.F, "faulty replicas each group tolerates; groups have 3f+1 replicas")
 	fl.IntVar(&o.basePort, "base-port", def.BasePort, "first port; replica k uses base-port+3k .. base-port+3k+2")
@@ -102,7 +103,7 @@ func runInit(out io.Writer, o initOptions) error {
 		}
 	}
 	printCluster(out, o.dir, c)
-	fmt.Fprintf(out, "\nNext: augustus start --dir %s   (the log application; --app noop for augustus bench --workload noop)\n", o.dir)
+	fmt.Fprintf(out, "\nNext: augustus start --dir %s   (the transaction engine, for augustus txn; --app noop for augustus bench --workload noop)\n", o.dir)
 	return nil
 }
 

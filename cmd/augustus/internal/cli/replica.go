@@ -63,12 +63,13 @@ client addresses, and serves Prometheus metrics on its metrics address
 (http://METRICS_ADDR/metrics, with the Go and process collectors). SIGINT or
 SIGTERM stop it cleanly; its state survives in --data.
 
-Applications (--app): "txn" is the Augustus transaction engine (short
-transactions across groups; what "augustus txn" and the SQL layer use); "log"
-keeps append-only logs per key (append, read, len; what the demo console and
-the process tests use); "noop" executes nothing and returns empty results
+Applications (--app): "txn" (the default) is the Augustus transaction engine
+(short transactions across groups; what "augustus txn", the demo console and
+the SQL layer use); "log" keeps append-only logs per key (append, read, len;
+what "augustus bench --workload log" and the process tests use); "noop" executes nothing and returns empty results
 (what "augustus bench --workload noop" measures).`,
 		Example: `  augustus replica --dir ./cluster --id g0r1
+  augustus replica --dir ./cluster --id g0r1 --app log
   augustus replica --dir ./cluster --id g0r0 --app noop --log-level debug --pprof 127.0.0.1:6060`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,7 +80,7 @@ the process tests use); "noop" executes nothing and returns empty results
 	fl.StringVar(&o.dir, "dir", "", "cluster directory (cluster.json and keys/; required)")
 	fl.StringVar(&o.id, "id", "", "the replica's name in cluster.json, e.g. g0r1 (required)")
 	fl.StringVar(&o.data, "data", "", "data directory of the replica's store (default DIR/data/NAME)")
-	fl.StringVar(&o.app, "app", appLog, `application: "txn", "log" or "noop"`)
+	fl.StringVar(&o.app, "app", appTxn, `application: "txn" (the transaction engine), "log" or "noop"`)
 	fl.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (host:port; off by default)")
 	_ = cmd.MarkFlagRequired("dir")

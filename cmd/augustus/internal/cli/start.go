@@ -58,9 +58,14 @@ still running after --grace. start exits with status 1 if every replica is down
 and none will be restarted.
 
 All replicas of the cluster run on this machine, so this is for clusters whose
-addresses are local (what "augustus init" writes by default).`,
+addresses are local (what "augustus init" writes by default).
+
+--app picks the application of every replica: "txn" (the default) is the
+transaction engine that "augustus txn" and "augustus bench --workload bank|A|..."
+use; "log" keeps append-only logs per key (bench --workload log); "noop"
+executes nothing (bench --workload noop).`,
 		Example: `  augustus init --dir ./cluster
-  augustus start --dir ./cluster
+  augustus start --dir ./cluster                 # the transaction engine (augustus txn)
   augustus start --dir ./cluster --app noop --log-level warn
   augustus start --dir ./cluster --restart never --grace 30s`,
 		Args: cobra.NoArgs,
@@ -70,7 +75,7 @@ addresses are local (what "augustus init" writes by default).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.dir, "dir", "", "cluster directory written by augustus init (required)")
-	fl.StringVar(&o.app, "app", appLog, `application every replica runs: "txn", "log" or "noop"`)
+	fl.StringVar(&o.app, "app", appTxn, `application every replica runs: "txn" (the transaction engine), "log" or "noop"`)
 	fl.StringVar(&o.logLevel, "log-level", "info", "log level of the replicas: debug, info, warn or error")
 	fl.DurationVar(&o.grace, "grace", 10*time.Second, "how long replicas get to stop after SIGTERM before SIGKILL (> 0)")
 	fl.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof on each replica, at 127.0.0.1:PORT+k for the k-th replica of the table (PORT: --pprof-base-port)")

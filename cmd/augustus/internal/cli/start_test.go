@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -148,4 +149,39 @@ func TestStartExitsWhenEveryReplicaIsDownForGood(t *testing.T) {
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, 1, ee.code)
 	require.Contains(t, out.String(), "Group 0: 0 of 4 replicas running: more than f=1 down")
+}
+
+// augustus start without --app runs the transaction engine: augustus txn
+// commits a transaction across the two groups it starts.
+func TestStartRunsTheTransactionEngineByDefault(t *testing.T) {
+	for _, cmd := range []string{"start", "replica"} {
+		code, help, _ := runMain(t, cmd, "--help")
+		require.Equal(t, 0, code)
+		require.Contains(t, help, `"log" or "noop" (default "txn")`, cmd)
+	}
+	dir := t.TempDir()
+	code, _, stderr := runMain(t, "init", "--dir", dir, "--groups", "2", "--base-port", fmt.Sprint(freeBasePort(t, 24)))
+	require.Equal(t, 0, code, stderr)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	root := NewRootCommand()
+	root.SetArgs([]string{"start", "--dir", dir, "--log-level", "warn"})
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("start did not stop within 30s")
+		}
+	})
+	waitFor(t, 60*time.Second, "the replicas to come up", func() bool {
+		return strings.Contains(out.String(), "replicas are up")
+	})
+	code, txnOut, stderr := runMain(t, "txn", "--dir", dir, "insert a 1; insert été 2")
+	require.Equal(t, 0, code, "stderr: %s\nstart's stderr:\n%s", stderr, errb.String())
+	require.Contains(t, txnOut, "committed (multi-group update, groups 0, 1")
 }

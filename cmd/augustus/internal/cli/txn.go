@@ -339,10 +339,6 @@ func runTxn(ctx context.Context, stdout, stderr io.Writer, o txnOptions, src str
 	if err != nil {
 		return err
 	}
-	ops := make(coord.Ops, len(stmts))
-	for i := range stmts {
-		ops[i] = stmts[i].op
-	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	cl, err := coord.NewClient(ctx, coord.ClientConfig{
@@ -352,19 +348,15 @@ func runTxn(ctx context.Context, stdout, stderr io.Writer, o txnOptions, src str
 	if err != nil {
 		return fmt.Errorf("txn: connect: %w", err)
 	}
-	res, err := cl.Do(ctx, ops, coord.Options{MaxRetries: o.retries})
+	res, err := execTxn(ctx, cl, stmts, coord.Options{MaxRetries: o.retries})
 	// Close waits for the termination (outcome, proofs) to reach every
 	// group, so the transaction leaves nothing unproven behind this process
 	// (the next process with this key would finish it anyway, W3). The
 	// outcome is printed first.
 	defer cl.Close()
-	var aborted *coord.AbortedError
 	switch {
 	case errors.Is(err, coord.ErrNoAdminKey):
 		return errors.New("txn: metadata writes need an admin key: pass --admin NAME (an admin of cluster.json, e.g. admin0)")
-	case errors.As(err, &aborted):
-	case errors.Is(err, client.ErrRejected):
-		return fmt.Errorf("txn: the groups rejected the transaction: %w", err)
 	case err != nil:
 		return fmt.Errorf("txn: %w", err)
 	}
@@ -380,6 +372,32 @@ func runTxn(ctx context.Context, stdout, stderr io.Writer, o txnOptions, src str
 		return &exitError{code: 1, err: errors.New("aborted")}
 	}
 	return nil
+}
+
+// execTxn runs parsed statements as one transaction with cl (augustus txn
+// and the demo's console). It returns the result when the transaction
+// committed or aborted for good (res.Committed tells which); an error when
+// there is no outcome to print: the groups rejected it, ctx ended first (it
+// may still commit), or coord.ErrNoAdminKey for a metadata write without an
+// admin key.
+func execTxn(ctx context.Context, cl *coord.Client, stmts []txnStatement, opts coord.Options) (*coord.Result, error) {
+	ops := make(coord.Ops, len(stmts))
+	for i := range stmts {
+		ops[i] = stmts[i].op
+	}
+	res, err := cl.Do(ctx, ops, opts)
+	var aborted *coord.AbortedError
+	switch {
+	case errors.Is(err, coord.ErrNoAdminKey):
+		return nil, err
+	case errors.As(err, &aborted):
+		return res, nil
+	case errors.Is(err, client.ErrRejected):
+		return nil, fmt.Errorf("the groups rejected the transaction: %w", err)
+	case err != nil:
+		return nil, err
+	}
+	return res, nil
 }
 
 // txnClientKey loads the client key: --client, or the last listed client.
