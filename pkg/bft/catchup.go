@@ -49,6 +49,9 @@ func (n *Node) periodic() {
 // persisted are re-sent, never a new signature, so retransmission cannot
 // contradict P1 or P3. At most 2 × PipelineWindow slots per interval.
 func (n *Node) retransmit() {
+	// During a view change the old view's PRE-PREPAREs, PREPAREs and COMMITs
+	// can no longer complete anything (V2: they are no longer accepted), and
+	// what matters is the VIEW-CHANGE, which periodic re-sends.
 	if n.viewChanging {
 		return
 	}
@@ -69,6 +72,12 @@ func (n *Node) retransmit() {
 		// The primary re-sends its PRE-PREPARE with the body; a backup its
 		// PREPARE, or it asks again for the body it needs to PREPARE; every
 		// replica its COMMIT.
+		// Each is the stored message, with the signature made when it was
+		// first sent: a backup that has not prepared yet sends no COMMIT, and
+		// one that has not accepted the PRE-PREPARE sends no PREPARE, so
+		// nothing here decides anything anew (P1, P3). The body goes with the
+		// PRE-PREPARE because a backup may accept it only after checking the
+		// digest and every request of the batch (N2).
 		if n.IsPrimary() {
 			if b := n.body(sl, ph.digest); b != nil {
 				n.broadcast(&bftpb.Message{Body: &bftpb.Message_PrePrepare{PrePrepare: withBody(ph.pp, b)}})
@@ -102,6 +111,9 @@ func (n *Node) retransmit() {
 	}
 }
 
+// onStatus records a peer's Status hint. from is the sender the transport
+// authenticated, so a faulty replica can lie only about itself; what it
+// says moves nothing but the fetches and relays below.
 func (n *Node) onStatus(from ReplicaID, st *bftpb.Status) {
 	p := &n.peers[from]
 	p.known = true
@@ -135,6 +147,9 @@ func (n *Node) catchUp() {
 	if sl := n.slots[n.execCursor+1]; sl != nil && sl.committed && n.body(sl, sl.commitDigest) != nil {
 		return
 	}
+	// Starting after the peer asked last time: a faulty peer that claims
+	// progress and answers nothing gets one fetch, then the next peer that
+	// reports progress gets the following one.
 	for i := 1; i <= n.cfg.N; i++ {
 		id := (n.fetchPeer + i) % n.cfg.N
 		p := &n.peers[id]
@@ -259,7 +274,9 @@ func (n *Node) onFetch(from ReplicaID, f *bftpb.Fetch) {
 		sl := n.slots[SeqNum(f.FromSeq)]
 		d, _ := digestFrom(f.Digest)
 		// Whatever body the slot holds for d (the receiver checks it against
-		// d). The null batch needs no body.
+		// d). The null batch needs no body. Serving a body commits this
+		// replica to nothing: the receiver takes it only for a digest its own
+		// log names (onBatchBody).
 		if sl == nil || d == n.null {
 			return
 		}
@@ -289,6 +306,9 @@ func (n *Node) onCommittedBatch(cb *bftpb.CommittedBatch) {
 		n.stats.Dropped[dropWatermark]++
 		return
 	}
+	// The Checker verified the certificate: 2f+1 COMMITs for (v, s, d) from
+	// distinct replicas, each signed, and the PRE-PREPARE's signature by the
+	// primary of v, with the body matching d.
 	sl := n.slotFor(s)
 	d, _ := digestFrom(pp.Digest)
 	// A slot already committed keeps its certificate. A second certificate
@@ -325,6 +345,8 @@ func (n *Node) onBatchBody(bb *bftpb.BatchBody) {
 		return
 	}
 	d, _ := digestFrom(bb.Digest)
+	// Only a body this replica waits for is stored: otherwise a peer could
+	// fill the log's memory with verified but useless bodies (G2).
 	wanted := sl.committed && sl.commitDigest == d
 	for _, ph := range sl.phases {
 		if ph.pp != nil && ph.digest == d {

@@ -40,6 +40,9 @@ func (cs *checkpointStore) add(cp *bftpb.Checkpoint) bool {
 	if row[r] != nil {
 		return false
 	}
+	// Sorted per sender, so eviction takes the sender's lowest seq. A correct
+	// sender stays within the bound unless this replica lags, and then its
+	// highest checkpoints are the ones that tell this replica so (G3).
 	row[r] = cp
 	seqs := append(cs.seqsOf[r], s)
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
@@ -69,6 +72,10 @@ func (cs *checkpointStore) drop(s SeqNum, r int) {
 // holds exactly 2f+1 CHECKPOINTs, the first matching ones in replica order.
 // Why 2f+1 and not f+1: see Checker.checkpointProof.
 func (cs *checkpointStore) certificate(s SeqNum, quorum int) *bftpb.CheckpointCert {
+	// Different digests at one seq may coexist (a faulty replica's, or a
+	// correct one with a diverged state); each digest is tried from its first
+	// sender. At most one digest can reach 2f+1, since two such sets would
+	// share a correct replica, which signs one CHECKPOINT per seq.
 	row := cs.bySeq[s]
 	for i, c := range row {
 		if c == nil {
@@ -116,6 +123,9 @@ func (n *Node) takeCheckpoint(seq SeqNum, d Digest) {
 	if seq <= n.h {
 		return
 	}
+	// Persisted with the round, before the broadcast leaves (P1); after a
+	// restart restoreRecord puts it back, so retransmit re-sends this very
+	// message and the replica never signs another digest for seq.
 	cp := &bftpb.Checkpoint{Seq: uint64(seq), StateDigest: d[:], Replica: uint32(n.cfg.ID)}
 	cp.Signature = n.sign(n.dom.CheckpointBytes(cp))
 	n.cps.add(cp)
@@ -128,6 +138,8 @@ func (n *Node) takeCheckpoint(seq SeqNum, d Digest) {
 // stale. Above H it is kept too, bounded per sender: a certificate far
 // above H tells this replica it is behind (G3).
 func (n *Node) onCheckpoint(cp *bftpb.Checkpoint) {
+	// At or below h the stable certificate already decided, and G2 has
+	// discarded the older checkpoints.
 	if SeqNum(cp.Seq) <= n.h {
 		n.stats.Dropped[dropStale]++
 		return
@@ -233,6 +245,8 @@ func (n *Node) logCovers(s SeqNum) bool {
 // most L seqs, whatever arrives.
 func (n *Node) adopt(cert *bftpb.CheckpointCert) {
 	s := SeqNum(cert.Seq)
+	// hsDirty: the certificate goes into the next Ready's hard state, in the
+	// same write as the deletes below (P2).
 	n.h, n.stable, n.hsDirty = s, cert, true
 	n.stats.StableCheckpoints++
 	// A pending certificate at or below s is superseded.
@@ -247,7 +261,8 @@ func (n *Node) adopt(cert *bftpb.CheckpointCert) {
 		}
 	}
 	n.rd.Deletes = append(n.rd.Deletes, slotRecordsUpTo(s), checkpointRecordsUpTo(s))
-	// A primary never proposes at or below h (N1).
+	// A primary never proposes at or below h (N1): backups would drop such a
+	// PRE-PREPARE (N2), and the seqs are decided by the certificate.
 	if n.nextSeq <= s {
 		n.nextSeq = s + 1
 	}
@@ -267,6 +282,9 @@ func (n *Node) adopt(cert *bftpb.CheckpointCert) {
 // replaces an older one.
 func (n *Node) startTransfer(cert *bftpb.CheckpointCert) {
 	d, _ := digestFrom(cert.StateDigest)
+	// The target carries the certificate, so the host can check the fetched
+	// state against a digest 2f+1 replicas signed, and a peer that serves
+	// another state is caught (G3).
 	n.transfer = &StateTarget{Seq: SeqNum(cert.Seq), Digest: d, Cert: cert}
 	n.rd.StateTarget = n.transfer
 	for _, sl := range n.slots {

@@ -60,7 +60,10 @@ func newClientTable(w uint64) clientTable {
 }
 
 // get returns c's entry, creating it; only execution and restore create
-// entries.
+// entries. onRequest only reads the table, so requests that are never
+// ordered, from however many client ids, leave no entry: the table grows
+// only with what the group executed, and every correct replica holds the
+// same entries at the same seq (it is in the state digest, G1).
 func (t *clientTable) get(c ClientID) *clientState {
 	cs := t.m[c]
 	if cs == nil {
@@ -86,6 +89,20 @@ const (
 // by the client (Checker.Request), so it can only give up the client's own
 // requests. A cached reply comes first, so a retransmission gets its result
 // while the table holds it.
+//
+// At execution (buildExecution) the outcome depends only on the replicated
+// table and the request, so every correct replica classifies each request
+// of a committed batch alike (N7: execution is deterministic). At arrival
+// (onRequest, cutBatch) the same function decides what to hold, answer or
+// batch; there the table may run behind the group's, which costs at most a
+// request batched that execution then skips, or one refused that the client
+// sends again (C4).
+//
+// The four outcomes are C2's: executed once (dispExecute), answered again
+// from the cache (dispDuplicate), dropped below the window (dispStale, with
+// a STALE reply so the client learns the low watermark), refused above it
+// until the window moves (dispRefused). Without the upper bound a client
+// could make every replica cache results without limit.
 func (t *clientTable) classify(cs *clientState, r *bftpb.Request) (disposition, uint64) {
 	low := r.Low
 	var cached *cachedReply
@@ -108,7 +125,12 @@ func (t *clientTable) classify(cs *clientState, r *bftpb.Request) (disposition, 
 }
 
 // raiseLow moves a client's low watermark and returns the timestamps of the
-// cached replies it forgets, in increasing order.
+// cached replies it forgets, in increasing order. The low watermark never
+// moves down, so a replayed old request, whose signed low is lower, cannot
+// bring back a timestamp the client gave up and execute it a second time.
+// The forgotten timestamps become deletes in the Execution, so the host
+// removes them from the stored table in the same batch as the state (P2);
+// the sorted order keeps the host's writes the same at every replica.
 func (cs *clientState) raiseLow(low uint64) []uint64 {
 	if low <= cs.low {
 		return nil
@@ -127,7 +149,9 @@ func (cs *clientState) raiseLow(low uint64) []uint64 {
 
 // restore replaces the table with records from the store, after a restart
 // or a state transfer. Every stored reply is done: the store holds only
-// executed batches (P2).
+// executed batches (P2). Replies at or below the stored low are skipped, as
+// raiseLow would have forgotten them; a store written by this code holds
+// none.
 func (t *clientTable) restore(recs []*bftpb.ClientRecord) {
 	t.m = make(map[ClientID]*clientState, len(recs))
 	for _, rec := range recs {
@@ -143,7 +167,8 @@ func (t *clientTable) restore(recs []*bftpb.ClientRecord) {
 
 // ClientRecords returns the client table as records, sorted by client, for
 // tests and for hosts that store the table whole. Replies still executing
-// are left out: they are not durable yet.
+// are left out: they are not durable yet. Sorted, so that equal tables give
+// equal records at every replica.
 func (n *Node) ClientRecords() []*bftpb.ClientRecord {
 	ids := make([]string, 0, len(n.clients.m))
 	for c := range n.clients.m {

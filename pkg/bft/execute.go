@@ -44,6 +44,10 @@ func (n *Node) buildExecution(sl *slot, b *bftpb.Batch) Execution {
 		Checkpoint: sl.seq%n.cfg.CheckpointInterval == 0,
 	}
 	rec := &execRecord{checkpoint: ex.Checkpoint}
+	// One ClientUpdate per client, in the order of the client's first request
+	// in the batch (index finds it; no map is iterated), so every correct
+	// replica hands the host the same updates in the same order and the
+	// stored table, part of the state digest, agrees at each checkpoint (G1).
 	index := make(map[ClientID]int)
 	for _, r := range b.Requests {
 		c := ClientID(r.Client)
@@ -72,6 +76,9 @@ func (n *Node) buildExecution(sl *slot, b *bftpb.Batch) Execution {
 			cs.replies[r.Timestamp] = &cachedReply{}
 			ex.Execute = append(ex.Execute, r)
 			rec.executed = append(rec.executed, key)
+		// N7: a request already executed (a client's retransmission that a
+		// primary batched again, or the same request in two batches) is not
+		// executed twice; its client gets the cached reply (C2).
 		case dispDuplicate:
 			rec.duplicates = append(rec.duplicates, key)
 		case dispStale:
@@ -119,6 +126,8 @@ func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error 
 	if seq != n.lastExecuted+1 || seq > n.execCursor || rec == nil {
 		return fmt.Errorf("%w: executed %d, expected %d (handed out up to %d)", ErrUnexpectedReply, seq, n.lastExecuted+1, n.execCursor)
 	}
+	// One result per executed request, in order, or the replies below would
+	// go to the wrong requests.
 	if len(results) != len(rec.executed) {
 		return fmt.Errorf("%w: %d results for %d requests at seq %d", ErrUnexpectedReply, len(results), len(rec.executed), seq)
 	}
@@ -149,6 +158,9 @@ func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error 
 		progressed = n.reqs.remove(key) || progressed
 		delete(n.reqs.inflight, key)
 	}
+	// Reports come in order, so the batch that executed a duplicate's first
+	// copy has reported (it is this one or an earlier one) and its result is
+	// cached; a reply the client's low has since dropped is not resent.
 	for _, key := range rec.duplicates {
 		if cr := n.clients.m[key.client].replies[key.ts]; cr != nil && cr.done {
 			n.reply(key, bftpb.ReplyStatus_REPLY_STATUS_OK, cr.result, 0)
@@ -156,6 +168,8 @@ func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error 
 		progressed = n.reqs.remove(key) || progressed
 		delete(n.reqs.inflight, key)
 	}
+	// A STALE reply carries the low watermark, so a client that restarted
+	// below its old timestamps learns where to start (C2).
 	for _, key := range rec.stale {
 		cs := n.clients.m[key.client]
 		n.reply(key, bftpb.ReplyStatus_REPLY_STATUS_STALE, nil, cs.low)
@@ -186,7 +200,10 @@ func (n *Node) Executed(seq SeqNum, results [][]byte, stateDigest []byte) error 
 			n.reqTimer.start(n.now, n.backoff(n.cfg.RequestTimeout))
 		}
 	}
-	// G1: the own CHECKPOINT, now that the state after seq is durable.
+	// G1: the own CHECKPOINT, now that the state after seq is durable. Not
+	// earlier: the CHECKPOINT vouches for a state this replica must be able
+	// to serve in state transfer (G3), and after a crash it would otherwise
+	// have signed a digest of a state it no longer holds.
 	if rec.checkpoint {
 		n.takeCheckpoint(seq, digest)
 	}
@@ -218,7 +235,9 @@ func (n *Node) StateInstalled(seq SeqNum, clients []*bftpb.ClientRecord) error {
 	if n.transfer == nil || n.transfer.Seq != seq {
 		return fmt.Errorf("bft: state installed at seq %d, but the state transfer target is %v", seq, n.transfer)
 	}
-	// The installed state's digest is now this replica's own at seq.
+	// The installed state's digest is now this replica's own at seq. The host
+	// checked the state against the certificate's digest, which 2f+1
+	// replicas signed, at least f+1 of them correct (G3).
 	n.ownCps[seq] = n.transfer.Digest
 	n.transfer = nil
 	n.lastExecuted, n.execCursor = seq, seq
@@ -228,6 +247,9 @@ func (n *Node) StateInstalled(seq SeqNum, clients []*bftpb.ClientRecord) error {
 		}
 	}
 	n.clients.restore(clients)
+	// Pending requests the installed table executed, or made stale, are done
+	// here as well; a backup that kept them would run its request timer for
+	// them and start a needless view change (V1).
 	for _, p := range n.reqs.ordered() {
 		if disp, _ := n.clients.classify(n.clients.m[p.key.client], p.req); disp != dispExecute {
 			n.reqs.remove(p.key)

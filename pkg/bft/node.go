@@ -98,6 +98,9 @@ func NewNode(cfg Config, restored *Restored) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Quorum sizes from n = 3f+1: 2f+1 (any two quorums intersect in f+1
+	// replicas, at least one correct), 2f PREPAREs beside the PRE-PREPARE
+	// (N4), f+1 for a weak quorum (V7, C3). Validate checked n and f.
 	q, _ := quorum.New(cfg.N, cfg.F)
 	n := &Node{
 		cfg:       cfg,
@@ -212,6 +215,9 @@ func (n *Node) Step(m *bftpb.Message) {
 		n.stats.Dropped[dropInvalid]++
 		return
 	}
+	// Each handler applies its rule's stateful checks (view, watermarks,
+	// duplicates) and drops what fails them. Only onStatus and onFetch take
+	// from: whose hint it is and whom to answer.
 	from := ReplicaID(m.From)
 	switch b := m.Body.(type) {
 	case *bftpb.Message_Request:
@@ -268,6 +274,8 @@ func (n *Node) HasReady() bool {
 // reflects every change of the round and is persisted with the round's
 // records, before its messages leave (P1).
 func (n *Node) Ready() Ready {
+	// A stopped node signs nothing new; what the round already holds still
+	// goes out, as it was decided before the fault.
 	if n.stopped == nil {
 		n.propose()
 	}
@@ -296,7 +304,9 @@ func (n *Node) hardState() *bftpb.HardState {
 
 // fail stops the node after a local fault: it must not continue and risk
 // diverging (DESIGN.md §9). It is for what at most f faulty replicas cannot
-// cause, such as two commit certificates for one seq.
+// cause, such as two commit certificates for one seq. Anything f faulty
+// replicas can cause is dropped and counted instead (Stats.Dropped), or a
+// single faulty peer could stop correct replicas.
 func (n *Node) fail(err error) {
 	if n.stopped == nil {
 		n.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
@@ -306,7 +316,9 @@ func (n *Node) fail(err error) {
 
 func (n *Node) primaryOf(v View) ReplicaID { return n.cfg.primaryOf(v) }
 
-// highWatermark is H = h + L (G2).
+// highWatermark is H = h + L (G2). Without the bound a faulty primary could
+// propose at seqs far ahead, and every message about them would take memory
+// no checkpoint ever frees.
 func (n *Node) highWatermark() SeqNum { return n.h + n.cfg.LogWindow }
 
 // inWindow reports h < s <= H, where the log takes messages (N2, N4, G2).
@@ -323,7 +335,9 @@ func (n *Node) broadcast(m *bftpb.Message) {
 }
 
 // send sends m to one replica; to itself it sends nothing (its own
-// messages are recorded directly).
+// messages are recorded directly). From is set here for completeness; the
+// receiving transport overwrites it with the sender it authenticated
+// (Checker.Message), so it lets a replica claim nothing.
 func (n *Node) send(to ReplicaID, m *bftpb.Message) {
 	if to == n.cfg.ID {
 		return
@@ -339,7 +353,9 @@ func (n *Node) persist(rec *bftpb.LogRecord) {
 
 func (n *Node) sign(b []byte) []byte { return n.cfg.Signer.Sign(b) }
 
-// timer is a deadline in ticks; there is no wall clock in the core.
+// timer is a deadline in ticks; there is no wall clock in the core. Timers
+// decide only liveness (when to start a view change), never safety, so a
+// replica with a slow or fast tick can delay the group but not split it.
 type timer struct {
 	deadline uint64
 	active   bool

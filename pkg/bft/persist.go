@@ -119,7 +119,9 @@ func (n *Node) restore(r *Restored) error {
 			return err
 		}
 	}
-	// Recompute what the messages prove, in seq order.
+	// Recompute what the messages prove, in seq order, and within a slot in
+	// increasing view order, so that the prepared certificate of the highest
+	// view is the one the slot keeps (V2), as it was before the crash.
 	seqs := make([]SeqNum, 0, len(n.slots))
 	for s := range n.slots {
 		seqs = append(seqs, s)
@@ -142,13 +144,15 @@ func (n *Node) restore(r *Restored) error {
 			}
 			n.restorePhase(sl, ph)
 		}
-		// Executed already: in the store, never handed out again.
+		// Executed already: in the store, never handed out again (executing a
+		// batch twice would apply its requests twice: N7, C2).
 		if s <= n.lastExecuted {
 			sl.handedOff = true
 		}
 	}
 	// Drop the phases of views before the current one (their certificates
-	// stay in the slots).
+	// stay in the slots), as enterView did before the crash: votes of an
+	// older view can no longer complete anything in this one.
 	for _, sl := range n.slots {
 		for v := range sl.phases {
 			if v < n.view {
@@ -239,6 +243,9 @@ func (n *Node) restoreRecord(rec *bftpb.LogRecord) error {
 		// deleted when it entered that view); records come in key order,
 		// so by increasing view.
 		if ReplicaID(vc.Replica) == n.cfg.ID && n.viewChanging && View(vc.View) <= n.view {
+			// The same bound as when they were sent; periodic re-sends these,
+			// so a VIEW-CHANGE lost in the crash still reaches the others (V6,
+			// V7), and it is the persisted one, never a new signature (P3).
 			n.vc.own = append(n.vc.own, vc)
 			if len(n.vc.own) > maxOwnViewChanges {
 				n.vc.own = n.vc.own[1:]
@@ -289,6 +296,9 @@ func (n *Node) restorePhase(sl *slot, ph *phase) {
 	if ph.pp == nil {
 		return
 	}
+	// N4: PREPAREs from distinct backups that match the PRE-PREPARE; the
+	// primary's never counts, as in checkPrepared (its PRE-PREPARE stands for
+	// it, N3), so a restored certificate is one the Checker would accept.
 	primary := n.primaryOf(ph.view)
 	var prepares []*bftpb.Prepare
 	for id, p := range ph.prepares {
@@ -304,6 +314,7 @@ func (n *Node) restorePhase(sl *slot, ph *phase) {
 			sl.prepared = &bftpb.PreparedCert{PrePrepare: ph.pp, Prepares: prepares[:n.q.Prepares()]}
 		}
 	}
+	// N6: COMMITs from any replica, this one included, that match.
 	var commits []*bftpb.Commit
 	for _, c := range ph.commits {
 		if c != nil && string(c.Digest) == string(ph.digest[:]) {

@@ -25,12 +25,27 @@ type pendingReq struct {
 // The store is bounded by MaxPendingRequests (onRequest). A backup runs
 // its request timer while the store holds requests (V1).
 type requestStore struct {
+	// m is keyed by (client, timestamp), not by digest: a client signs one
+	// request per timestamp (C1), and the first valid copy held is the one
+	// forwarded and batched; a second copy with the same key is treated as
+	// a retransmission (onRequest), so a flood of variants of one request
+	// takes one entry.
+	//
+	// queue is only the primary's (N1). Removing from the middle of it on
+	// every execution would cost O(len) per request; instead remove leaves
+	// the entry, and cutBatch skips entries whose key no longer maps to the
+	// same pendingReq.
+	//
+	// counter orders arrivals, so a new primary batches the oldest requests
+	// first (resetQueue) and no client's request starves behind later ones.
 	m        map[reqKey]*pendingReq
 	byClient map[ClientID]map[uint64]struct{}
 	queue    []*pendingReq // primary FIFO; entries may be stale (lazy deletion)
 	counter  uint64
 	// inflight are requests in batches the primary proposed that have not
-	// executed yet, so they are not batched twice.
+	// executed yet, so they are not batched twice. Batching one twice would
+	// be safe (execution skips the second copy as a duplicate, C2, N7) but
+	// would spend a slot of the pipeline window (N1) on nothing.
 	inflight map[reqKey]SeqNum
 }
 
@@ -72,7 +87,9 @@ func (rs *requestStore) remove(key reqKey) bool {
 }
 
 // removeUpTo drops a client's pending requests at or below low and reports
-// how many it dropped.
+// how many it dropped. Once the client's low watermark passed them they can
+// never execute (C2 answers them STALE), so holding them would only keep a
+// backup's request timer running and end in a needless view change (V1).
 func (rs *requestStore) removeUpTo(c ClientID, low uint64) int {
 	bc := rs.byClient[c]
 	dropped := 0
@@ -85,7 +102,9 @@ func (rs *requestStore) removeUpTo(c ClientID, low uint64) int {
 	return dropped
 }
 
-// ordered returns the pending requests in arrival order.
+// ordered returns the pending requests in arrival order. The order is this
+// replica's own and needs no agreement: only the primary's PRE-PREPAREs fix
+// the order of execution (N1).
 func (rs *requestStore) ordered() []*pendingReq {
 	out := make([]*pendingReq, 0, len(rs.m))
 	for _, p := range rs.m {
@@ -99,8 +118,13 @@ func (rs *requestStore) ordered() []*pendingReq {
 func (rs *requestStore) enqueue(p *pendingReq) { rs.queue = append(rs.queue, p) }
 
 // resetQueue makes the queue hold every pending request, in arrival order.
+// A replica that becomes primary in a new view batches what it holds,
+// including requests it only saw forwarded or retransmitted as a backup:
+// a request the old primary left unordered gets ordered now (V1, C4).
 func (rs *requestStore) resetQueue() { rs.queue = rs.ordered() }
 
 // clearQueue empties the queue when a view change starts; the requests stay
-// pending.
+// pending. They stay because the view change exists to get them ordered:
+// the new primary batches them, or a backup forwards them to it and runs
+// its request timer again (V1).
 func (rs *requestStore) clearQueue() { rs.queue = nil }

@@ -8,6 +8,13 @@ import (
 // (header only; bodies live in the slot), and the PREPAREs and COMMITs by
 // sender. Only the first message per sender is kept. prepared is N4 for
 // this view; digest is the PRE-PREPARE's, the one votes must match.
+//
+// Votes are indexed by replica id, one entry each, so counting them counts
+// distinct replicas (N4, N6): a faulty replica that sends many PREPAREs
+// fills one entry, and its later ones, even with another digest, are
+// dropped. The quorum intersection arguments need exactly that. Votes are
+// kept whatever digest they name: one may arrive before the PRE-PREPARE it
+// matches, and only those that match digest are counted.
 type phase struct {
 	view     View
 	pp       *bftpb.PrePrepare
@@ -28,19 +35,37 @@ type slot struct {
 	// bodies by digest; usually one.
 	bodies map[Digest]*bftpb.Batch
 	// bodyPersisted records digests whose body is in a persisted PRE-PREPARE.
+	// A body is written to disk once per digest (onNewBody) however many
+	// PRE-PREPAREs name it; after a restart the record lets the replica
+	// execute a committed batch and serve it to peers (G3, V5) without
+	// fetching it again.
 	bodyPersisted map[Digest]bool
 
-	// prepared is the prepared certificate of the highest view (V2).
+	// prepared is the prepared certificate of the highest view (V2). It
+	// outlives the phase it came from (enterView drops older phases): a
+	// VIEW-CHANGE to any later view must still report it, or a batch that
+	// committed in that view could be replaced by the new primary (V4).
 	prepared *bftpb.PreparedCert
 
 	// committed: the batch with commitDigest committed (N6 or a commit
 	// certificate), proven by commitCert; commitPP is its PRE-PREPARE.
+	// Once committed is set the slot's batch is decided for good: a second
+	// commit certificate with another digest takes more than f faulty
+	// replicas and stops the node (markCommitted). commitCert and commitPP
+	// are what catch-up sends to a lagging peer (onFetch, G3), so the peer
+	// needs no local prepared certificate to accept the batch.
 	committed    bool
 	commitDigest Digest
 	commitView   View
 	commitCert   *bftpb.CommitCert
 	commitPP     *bftpb.PrePrepare
 
+	// handedOff is set when the batch goes into a Ready's Executions, so that
+	// it is handed out once (N7); startTransfer clears it above the target,
+	// whose earlier executions the install voids. progress is moved by a new
+	// PRE-PREPARE, prepared or committed; a slot of the current view that
+	// stays still for a status interval has its own messages re-sent
+	// (retransmit).
 	handedOff bool   // given to the host for execution
 	progress  uint64 // tick of the last progress, for retransmission
 }
@@ -69,7 +94,8 @@ func (sl *slot) phase(v View, n int) *phase {
 }
 
 // body returns the batch with digest d, if known. The null batch is always
-// known.
+// known: V4 fills gaps in a NEW-VIEW's O with it, and no replica could
+// fetch a body for it, since none was ever sent.
 func (n *Node) body(sl *slot, d Digest) *bftpb.Batch {
 	if d == n.null {
 		return emptyBatch
@@ -105,7 +131,11 @@ func withBody(pp *bftpb.PrePrepare, b *bftpb.Batch) *bftpb.PrePrepare {
 	return &bftpb.PrePrepare{View: pp.View, Seq: pp.Seq, Digest: pp.Digest, Replica: pp.Replica, Signature: pp.Signature, Batch: b}
 }
 
-// pruneSlots discards slots at or below h (G2).
+// pruneSlots discards slots at or below h (G2). Everything they held is
+// covered by the stable checkpoint's certificate: 2f+1 replicas (f+1 correct)
+// reached the state after h, a replica behind it transfers that state (G3),
+// and a VIEW-CHANGE reports nothing at or below its checkpoint (V2, V3).
+// Pending body fetches for those seqs go too.
 func (n *Node) pruneSlots() {
 	for s := range n.slots {
 		if s <= n.h {
