@@ -249,8 +249,8 @@ var (
 	reSummary = regexp.MustCompile(`(?m)simulation: (\d+) seeds run`)
 )
 
-func runMutation(scratch string, m Mutation, seeds int, first uint64, timeout time.Duration) Result {
-	r := Result{N: m.N, Name: m.Name, Rule: m.Rule}
+func runMutation(scratch string, m Mutation, seeds int, first uint64, timeout time.Duration) (r Result) {
+	r = Result{N: m.N, Name: m.Name, Rule: m.Rule}
 	start := time.Now()
 	defer func() { r.Seconds = time.Since(start).Seconds() }()
 	restore, err := Apply(scratch, m)

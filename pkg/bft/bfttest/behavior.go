@@ -393,5 +393,6 @@ func (EarlyPrePrepare) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb
 func AllBehaviors() []Behavior {
 	return []Behavior{Silent{}, Equivocate{}, WrongDigest{}, CorruptSignatures{}, Forge{},
 		Replay{}, BogusViewChange{}, BogusNewView{}, BogusCheckpoint{}, LyingReplies{}, SeqAbuse{}, EarlyPrePrepare{},
-		ViewChangeLies{}, ChoosyPrimary{}, EquivocateAtViewChange{}, EquivocateAtCheckpoint{}, Mutate{}}
+		ViewChangeLies{}, ChoosyPrimary{}, EquivocateAtViewChange{}, EquivocateAtCheckpoint{}, Mutate{},
+		NewCertForger(), FloorProbe{}} // the last two: adversary_mut_certs.go
 }

@@ -79,7 +79,7 @@ func RandomOptions(seed uint64) Options {
 			b := behaviors[rng.IntN(len(behaviors))]
 			id := -1
 			switch b.(type) {
-			case EarlyPrePrepare, BogusNewView, ChoosyPrimary:
+			case EarlyPrePrepare, BogusNewView, ChoosyPrimary, FloorProbe:
 				// They act as the primary of a new view: usually be it.
 				if rng.IntN(4) != 0 && !taken[1] {
 					id = 1
