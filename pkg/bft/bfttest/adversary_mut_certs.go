@@ -261,23 +261,38 @@ func sortedIDs[T any](m map[uint32]T) []uint32 {
 	return ids
 }
 
-// FloorProbe, as the primary of a new view, sends with its NEW-VIEW a
-// PRE-PREPARE of the new view, with a valid batch, for every seq of the
-// log window at or below min-s: a backup that has not executed up to min-s
-// still has those seqs within its watermarks, and must refuse them (V5, G2:
-// the floor).
-type FloorProbe struct{ base }
+// FloorProbe, as the primary of a new view, sends with its NEW-VIEW — and
+// again now and then while the view lasts — a PRE-PREPARE of the new view,
+// with a valid batch, for every seq of the log window at or below min-s. A
+// backup that has not executed up to min-s (its checkpoint pending) still
+// has those seqs within its watermarks; after a crash that lost the COMMITs
+// it received, it does not even know they committed. It must refuse them
+// all (V5, G2: the floor).
+type FloorProbe struct {
+	base
+	probes map[*SimReplica][]*bftpb.Message
+}
+
+// NewFloorProbe returns a FloorProbe with its own memory.
+func NewFloorProbe() FloorProbe { return FloorProbe{probes: make(map[*SimReplica][]*bftpb.Message)} }
 
 func (FloorProbe) Name() string { return "floor-probe" }
-func (FloorProbe) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb.Message {
+func (f FloorProbe) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb.Message {
 	nv := m.GetNewView()
 	if nv == nil || len(r.g.issuedList) == 0 {
 		return []*bftpb.Message{m}
 	}
+	if old := f.probes[r]; len(old) == 0 || old[0].GetPrePrepare().View != nv.View {
+		f.probes[r] = f.build(r, nv)
+	}
+	return append([]*bftpb.Message{m}, f.probes[r]...)
+}
+
+func (f FloorProbe) build(r *SimReplica, nv *bftpb.NewView) []*bftpb.Message {
 	g := r.g
 	minS := oracleMinS(nv)
 	L := uint64(g.coreConfig(r.id).LogWindow)
-	out := []*bftpb.Message{m}
+	var out []*bftpb.Message
 	for s := max(minS, L) - L + 1; s <= minS; s++ {
 		batch := &bftpb.Batch{Requests: []*bftpb.Request{g.issuedList[g.w.rng.IntN(len(g.issuedList))]}}
 		d := g.dom.BatchDigest(batch)
@@ -286,4 +301,22 @@ func (FloorProbe) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb.Mess
 		out = append(out, &bftpb.Message{From: uint32(r.id), Body: &bftpb.Message_PrePrepare{PrePrepare: pp}})
 	}
 	return out
+}
+
+func (f FloorProbe) Tick(r *SimReplica) {
+	probes := f.probes[r]
+	if !r.up || len(probes) == 0 || r.g.w.rng.IntN(20) != 0 {
+		return
+	}
+	if v, changing := r.Node().View(); changing || uint64(v) != probes[0].GetPrePrepare().View {
+		return
+	}
+	for _, m := range probes {
+		b, _ := proto.Marshal(m)
+		for to := 0; to < r.g.N; to++ {
+			if to != r.id {
+				r.g.sendReplicaMsg(r, to, b)
+			}
+		}
+	}
 }

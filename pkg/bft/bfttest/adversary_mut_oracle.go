@@ -154,9 +154,9 @@ func (r *SimReplica) noteSent(m *bftpb.Message) {
 }
 
 // noteAccepted is called for every message bft.Checker passed on its way
-// to a correct replica, and after the node took it (entered says whether
-// the node is now active in the message's view, for a NEW-VIEW).
-func (r *SimReplica) noteAccepted(m *bftpb.Message) {
+// to a correct replica, after the node took it; (v0, vc0) is the node's
+// view before.
+func (r *SimReplica) noteAccepted(m *bftpb.Message, v0 bft.View, vc0 bool) {
 	if !r.correct() || r.twin != nil {
 		return
 	}
@@ -169,10 +169,17 @@ func (r *SimReplica) noteAccepted(m *bftpb.Message) {
 	case *bftpb.Message_NewView:
 		what, err = "NEW-VIEW", g.oracleNewView(b.NewView)
 		if err == nil && r.up && r.loop != nil {
-			if v, changing := r.loop.Node().View(); uint64(v) == b.NewView.View && !changing {
+			n := r.loop.Node()
+			if v, changing := n.View(); uint64(v) == b.NewView.View && !changing {
+				ms := oracleMinS(b.NewView)
 				k := [2]uint64{uint64(r.id), b.NewView.View}
 				if _, ok := g.orc().minS[k]; !ok {
-					g.orc().minS[k] = oracleMinS(b.NewView)
+					g.orc().minS[k] = ms
+				}
+				// V5, G3: entering the view, a replica that executed up to
+				// min-s adopts its checkpoint (h = min-s) at once.
+				if entered := uint64(v0) < b.NewView.View || vc0; entered && uint64(n.LastExecuted()) >= ms && uint64(n.LowWatermark()) < ms {
+					g.w.Violation("V5: correct %s entered view %d (NEW-VIEW min-s %d) having executed %d, but its low watermark stays %d", r.name(), v, ms, n.LastExecuted(), n.LowWatermark())
 				}
 			}
 		}

@@ -394,5 +394,5 @@ func AllBehaviors() []Behavior {
 	return []Behavior{Silent{}, Equivocate{}, WrongDigest{}, CorruptSignatures{}, Forge{},
 		Replay{}, BogusViewChange{}, BogusNewView{}, BogusCheckpoint{}, LyingReplies{}, SeqAbuse{}, EarlyPrePrepare{},
 		ViewChangeLies{}, ChoosyPrimary{}, EquivocateAtViewChange{}, EquivocateAtCheckpoint{}, Mutate{},
-		NewCertForger(), FloorProbe{}} // the last two: adversary_mut_certs.go
+		NewCertForger(), NewFloorProbe()} // the last two: adversary_mut_certs.go
 }

@@ -243,7 +243,7 @@ func (r *SimReplica) deliver(b []byte) {
 	r.seen.note(m)
 	v0, vc0 := r.loop.Node().View()
 	r.loop.Deliver(m)
-	r.noteAccepted(m)
+	r.noteAccepted(m, v0, vc0)
 	r.observeViewChange(v0, vc0)
 	r.process()
 }
