@@ -18,6 +18,10 @@ type Mutation struct {
 	// Note explains a mutation the simulator is not expected to catch, or
 	// what catches it.
 	Note string
+	// Equivalent marks a mutation that changes no behaviour the rules can
+	// observe (Note says why): the gate runs it and reports it, but does not
+	// fail on it.
+	Equivalent bool
 }
 
 // Edit replaces Anchor, which must occur exactly once in File, by Replace.
@@ -100,5 +104,18 @@ var mutations = []Mutation{
 		Edits: []Edit{
 			{"pkg/bft/normal.go", "\tif !n.inWindow(s) || (v == n.view && !n.viewChanging && s <= n.vc.floor) {\n\t\t// G2: the watermarks", "\tif !n.inWindow(s) {\n\t\t// G2: the watermarks"},
 			{"pkg/bft/normal.go", "\tif sl.seq <= n.vc.floor && ph.view == n.view && !n.viewChanging {", "\tif false && sl.seq <= n.vc.floor && ph.view == n.view && !n.viewChanging {"},
+		},
+		Equivalent: true,
+		Note: "Masked by the commit guard of acceptPrePrepare (a backup never PREPAREs a seq it holds a commit certificate for with " +
+			"another batch): a backup whose h is below min-s after a NEW-VIEW holds every batch up to min-s committed (stabilize " +
+			"keeps the checkpoint pending only if its log covers it; otherwise it adopts it, h = min-s), and its COMMITs are " +
+			"durable before it enters the view (the view's hard state is synced), so after a restart too. The rule tests " +
+			"TestV5_NoPrepareAtOrBelowMinSAfterNewView and TestV5_NoPrepareOfEarlyPrePrepareAtOrBelowMinS pass under it as " +
+			"well. Mutation 19 removes the commit guard too, and the simulator catches that."},
+	{N: 19, Name: "no-floor-no-commit-guard", Rule: "V5, G2 (with N2): no PREPARE at or below min-s, nor against a commit certificate",
+		Edits: []Edit{
+			{"pkg/bft/normal.go", "\tif !n.inWindow(s) || (v == n.view && !n.viewChanging && s <= n.vc.floor) {\n\t\t// G2: the watermarks", "\tif !n.inWindow(s) {\n\t\t// G2: the watermarks"},
+			{"pkg/bft/normal.go", "\tif sl.seq <= n.vc.floor && ph.view == n.view && !n.viewChanging {", "\tif false && sl.seq <= n.vc.floor && ph.view == n.view && !n.viewChanging {"},
+			{"pkg/bft/normal.go", "\tif sl.committed && sl.commitDigest != ph.digest {", "\tif false && sl.committed && sl.commitDigest != ph.digest {"},
 		}},
 }

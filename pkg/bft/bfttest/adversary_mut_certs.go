@@ -1,6 +1,7 @@
 package bfttest
 
 import (
+	"math/rand/v2"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -319,4 +320,38 @@ func (f FloorProbe) Tick(r *SimReplica) {
 			}
 		}
 	}
+}
+
+// SilentAfter is a replica that works correctly until At (simulated
+// microseconds) and is silent from then on: a primary that fails after
+// checkpoints have formed, so that the next view starts above genesis.
+type SilentAfter struct {
+	base
+	At int64
+}
+
+func (SilentAfter) Name() string { return "silent-after" }
+func (s SilentAfter) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb.Message {
+	if r.g.w.now >= s.At {
+		return nil
+	}
+	return []*bftpb.Message{m}
+}
+func (s SilentAfter) Reply(r *SimReplica, rep *bftpb.Reply) *bftpb.Reply {
+	if r.g.w.now >= s.At {
+		return nil
+	}
+	return rep
+}
+
+// floorProbePair makes replica 0 (the primary of view 0) fall silent after
+// a while and replica 1 (the primary of view 1) a FloorProbe, with
+// execution lagging behind commit: the view change to 1 then finds backups
+// that committed up to the checkpoint in the NEW-VIEW but have not executed
+// it, which is the window of the floor (V5, G2).
+func floorProbePair(rng *rand.Rand, opts *Options, taken []bool) {
+	opts.Faulty[0] = SilentAfter{At: 500_000 + rng.Int64N(4_000_000)}
+	opts.Faulty[1] = NewFloorProbe()
+	taken[0], taken[1] = true, true
+	opts.ExecLag = max(opts.ExecLag, 100_000+rng.Int64N(600_000))
 }

@@ -60,6 +60,10 @@ func RandomOptions(seed uint64) Options {
 		}
 	}
 	switch {
+	case faulty == 2 && rng.IntN(10) == 0:
+		// A primary that fails mid-run and a successor that probes the
+		// floor of its NEW-VIEW, with execution lagging (adversary_mut_certs.go).
+		floorProbePair(rng, &opts, taken)
 	case faulty == 2 && rng.IntN(4) != 0:
 		// Coordinated: the faulty replicas share victims and act together.
 		plan := &Coordination{Victims: make([]bool, n), Mode: []string{"split", "omit", "lie"}[rng.IntN(3)]}
