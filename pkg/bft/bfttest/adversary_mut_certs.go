@@ -344,14 +344,55 @@ func (s SilentAfter) Reply(r *SimReplica, rep *bftpb.Reply) *bftpb.Reply {
 	return rep
 }
 
+// mutAdversaries adds the adversaries of this file to a run, from a
+// random stream of its own, so that the main stream of RandomOptions — and
+// with it what every seed did before they existed — stays as it was: in
+// about one seed in eight with Byzantine replicas, one of them (not of a
+// coordinated pair, not a twin) becomes a CertForger or a FloorProbe; in
+// about one f = 2 seed in twelve, the primary of view 0 falls silent mid-run
+// and the primary of view 1 probes the floor (floorProbePair).
+func mutAdversaries(seed uint64, opts *Options) {
+	rng := rand.New(rand.NewPCG(seed, 0x6d757461))
+	if opts.F == 2 && rng.IntN(12) == 0 {
+		floorProbePair(rng, opts)
+		return
+	}
+	if len(opts.Faulty) == 0 || rng.IntN(8) != 0 {
+		return
+	}
+	var ids []int
+	for id, b := range opts.Faulty {
+		if _, coord := b.(Coordinated); !coord {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	slices.Sort(ids)
+	id := ids[rng.IntN(len(ids))]
+	if rng.IntN(2) == 0 {
+		opts.Faulty[id] = NewCertForger()
+	} else {
+		opts.Faulty[id] = NewFloorProbe()
+	}
+}
+
 // floorProbePair makes replica 0 (the primary of view 0) fall silent after
 // a while and replica 1 (the primary of view 1) a FloorProbe, with
 // execution lagging behind commit: the view change to 1 then finds backups
 // that committed up to the checkpoint in the NEW-VIEW but have not executed
-// it, which is the window of the floor (V5, G2).
-func floorProbePair(rng *rand.Rand, opts *Options, taken []bool) {
-	opts.Faulty[0] = SilentAfter{At: 500_000 + rng.Int64N(4_000_000)}
-	opts.Faulty[1] = NewFloorProbe()
-	taken[0], taken[1] = true, true
+// it, which is the window of the floor (V5, G2). They replace whatever
+// faults the seed drew.
+func floorProbePair(rng *rand.Rand, opts *Options) {
+	opts.Faulty = map[int]Behavior{0: SilentAfter{At: 500_000 + rng.Int64N(4_000_000)}, 1: NewFloorProbe()}
+	opts.Twins = -1
+	crashing := opts.Crashing[:0:0]
+	for _, id := range opts.Crashing {
+		if id > 1 {
+			crashing = append(crashing, id)
+		}
+	}
+	opts.Crashing = crashing
 	opts.ExecLag = max(opts.ExecLag, 100_000+rng.Int64N(600_000))
 }

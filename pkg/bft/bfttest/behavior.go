@@ -393,6 +393,5 @@ func (EarlyPrePrepare) Outgoing(r *SimReplica, _ int, m *bftpb.Message) []*bftpb
 func AllBehaviors() []Behavior {
 	return []Behavior{Silent{}, Equivocate{}, WrongDigest{}, CorruptSignatures{}, Forge{},
 		Replay{}, BogusViewChange{}, BogusNewView{}, BogusCheckpoint{}, LyingReplies{}, SeqAbuse{}, EarlyPrePrepare{},
-		ViewChangeLies{}, ChoosyPrimary{}, EquivocateAtViewChange{}, EquivocateAtCheckpoint{}, Mutate{},
-		NewCertForger(), NewFloorProbe()} // the last two: adversary_mut_certs.go
+		ViewChangeLies{}, ChoosyPrimary{}, EquivocateAtViewChange{}, EquivocateAtCheckpoint{}, Mutate{}}
 }

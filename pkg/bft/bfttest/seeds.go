@@ -60,10 +60,6 @@ func RandomOptions(seed uint64) Options {
 		}
 	}
 	switch {
-	case faulty == 2 && rng.IntN(10) == 0:
-		// A primary that fails mid-run and a successor that probes the
-		// floor of its NEW-VIEW, with execution lagging (adversary_mut_certs.go).
-		floorProbePair(rng, &opts, taken)
 	case faulty == 2 && rng.IntN(4) != 0:
 		// Coordinated: the faulty replicas share victims and act together.
 		plan := &Coordination{Victims: make([]bool, n), Mode: []string{"split", "omit", "lie"}[rng.IntN(3)]}
@@ -83,7 +79,7 @@ func RandomOptions(seed uint64) Options {
 			b := behaviors[rng.IntN(len(behaviors))]
 			id := -1
 			switch b.(type) {
-			case EarlyPrePrepare, BogusNewView, ChoosyPrimary, FloorProbe:
+			case EarlyPrePrepare, BogusNewView, ChoosyPrimary:
 				// They act as the primary of a new view: usually be it.
 				if rng.IntN(4) != 0 && !taken[1] {
 					id = 1
@@ -107,5 +103,6 @@ func RandomOptions(seed uint64) Options {
 		}
 	}
 	opts.PowerCut = rng.IntN(8) == 0
+	mutAdversaries(seed, &opts)
 	return opts
 }
