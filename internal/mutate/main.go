@@ -42,6 +42,8 @@ type Result struct {
 	SeedsRun   int     `json:"seeds_run"`
 	Seconds    float64 `json:"seconds"`
 	Error      string  `json:"error,omitempty"`
+	// Baseline lists seeds that failed but fail on the unmutated tree too.
+	Baseline []uint64 `json:"baseline_failures,omitempty"`
 }
 
 func main() {
@@ -82,6 +84,15 @@ func main() {
 	fmt.Printf("mutation gate on %s, %s: %d seeds from %d per mutation, at most %s each (scratch %s)\n",
 		commit, time.Now().UTC().Format("2006-01-02 15:04 UTC"), *seeds, *first, *timeout, scratch)
 
+	// The unmutated tree's simulator, to tell a catch from a seed that
+	// fails anyway.
+	baseBin = filepath.Join(scratch, "pkg", "bft", "bfttest", "bfttest-base.test")
+	bctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	err = Build(bctx, scratch, baseBin, "./pkg/bft/...")
+	cancel()
+	if err != nil {
+		fatal(err)
+	}
 	var results []Result
 	for _, m := range sel {
 		r := runMutation(scratch, m, *seeds, *first, *timeout)
@@ -270,36 +281,75 @@ func runMutation(scratch string, m Mutation, seeds int, first uint64, timeout ti
 		return r
 	}
 	// The simulator stops handing out seeds at the budget; the hard
-	// deadline only guards against a run that hangs.
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run", "^TestSimulationSeeds$", "-test.count=1", "-test.timeout=0",
-		"-seeds", strconv.Itoa(seeds), "-first-seed", strconv.FormatUint(first, 10),
-		"-stop-on-failure", "-v-sim", "-sim-budget", timeout.String())
-	cmd.Dir = filepath.Join(scratch, "pkg", "bft", "bfttest")
-	out, _ := cmd.CombinedOutput()
-	if sm := reSummary.FindSubmatch(out); sm != nil {
-		r.SeedsRun, _ = strconv.Atoi(string(sm[1]))
-	}
-	if sm := reStop.FindSubmatch(out); sm != nil {
-		r.Caught = true
-		r.Seed, _ = strconv.ParseUint(string(sm[1]), 10, 64)
-		r.Violation = string(sm[3])
-		return r
-	}
-	if ctx.Err() != nil {
-		r.Error = "killed at the hard deadline"
-	} else if r.SeedsRun == 0 {
-		tail := out
-		if len(tail) > 2000 {
-			tail = tail[len(tail)-2000:]
+	// deadline only guards against a run that hangs. A seed that fails on
+	// the unmutated tree too (baseline) is a bug of the tree, not a catch:
+	// it is reported and the run goes on after it.
+	deadline := start.Add(timeout)
+	for next, left := first, seeds; left > 0; {
+		budget := time.Until(deadline)
+		if budget <= 0 {
+			break
 		}
-		r.Error = "no result from the simulator:\n" + string(tail)
+		ctx, cancel := context.WithTimeout(context.Background(), budget+5*time.Minute)
+		cmd := exec.CommandContext(ctx, bin, "-test.run", "^TestSimulationSeeds$", "-test.count=1", "-test.timeout=0",
+			"-seeds", strconv.Itoa(left), "-first-seed", strconv.FormatUint(next, 10),
+			"-stop-on-failure", "-v-sim", "-sim-budget", budget.Round(time.Second).String())
+		cmd.Dir = filepath.Join(scratch, "pkg", "bft", "bfttest")
+		out, _ := cmd.CombinedOutput()
+		hung := ctx.Err() != nil
+		cancel()
+		sm := reStop.FindSubmatch(out)
+		if sm == nil {
+			if run := reSummary.FindSubmatch(out); run != nil {
+				n, _ := strconv.Atoi(string(run[1]))
+				r.SeedsRun += n
+			} else if hung {
+				r.Error = "killed at the hard deadline"
+			} else {
+				tail := out
+				if len(tail) > 2000 {
+					tail = tail[len(tail)-2000:]
+				}
+				r.Error = "no result from the simulator:\n" + string(tail)
+			}
+			return r
+		}
+		seed, _ := strconv.ParseUint(string(sm[1]), 10, 64)
+		if baselineFails(seed) {
+			r.Baseline = append(r.Baseline, seed)
+			r.SeedsRun += int(seed - next + 1)
+			left -= int(seed - next + 1)
+			next = seed + 1
+			continue
+		}
+		r.Caught, r.Seed, r.Violation = true, seed, string(sm[3])
+		r.SeedsRun += int(seed - next + 1)
+		return r
 	}
 	return r
 }
 
+// baseBin is the simulator's test binary of the unmutated tree.
+var baseBin string
+
+// baselineFails reports whether seed fails on the unmutated tree too.
+func baselineFails(seed uint64) bool {
+	if baseBin == "" {
+		return false
+	}
+	cmd := exec.Command(baseBin, "-test.run", "^TestReplaySeed$", "-test.count=1", "-seed", strconv.FormatUint(seed, 10))
+	cmd.Dir = filepath.Dir(baseBin)
+	return cmd.Run() != nil
+}
+
 func verdict(r Result) string {
+	if len(r.Baseline) > 0 {
+		return fmt.Sprintf("%s [seeds %v fail unmutated too]", verdict1(r), r.Baseline)
+	}
+	return verdict1(r)
+}
+
+func verdict1(r Result) string {
 	switch {
 	case r.Error != "":
 		return "ERROR: " + firstLine(r.Error)
@@ -329,6 +379,9 @@ func printTable(w *os.File, rs []Result) {
 		v := r.Violation
 		if r.Error != "" {
 			v = firstLine(r.Error)
+		}
+		if len(r.Baseline) > 0 {
+			v = fmt.Sprintf("[seeds %v fail unmutated too] %s", r.Baseline, v)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%.0fs\t%s\n", r.N, r.Name, trim(r.Rule, 40), by, r.SeedsRun, r.Seconds, trim(v, 100))
 	}
