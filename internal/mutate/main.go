@@ -114,6 +114,7 @@ func main() {
 	}
 	for i, r := range results {
 		if !r.Caught && !sel[i].Equivalent {
+			os.RemoveAll(scratch) // os.Exit skips the deferred removal
 			os.Exit(1)
 		}
 	}
