@@ -53,6 +53,12 @@ sim-txn: ## run SEEDS seeds of the transaction simulator: seeds, transactions ch
 	@set -o pipefail; $(GO) test -count=1 -timeout 0 -tags invariants -v -run '^TestTxnSimulationSeeds$$' ./pkg/txn/txntest/ \
 	  -args -seeds=$(SEEDS) -first-seed=$(FIRST_SEED) -v-sim 2>&1 | grep -v -E '^(=== RUN|--- PASS|PASS)'
 
+MUTATE_SEEDS ?= 20000
+MUTATE_TIMEOUT ?= 40m
+ONLY ?=
+mutate: ## plant each bug of internal/mutate in a scratch copy and check the simulator catches it (make mutate [MUTATE_SEEDS=20000] [ONLY=1,2] [MUTATE_TIMEOUT=40m])
+	$(GO) run ./internal/mutate -seeds $(MUTATE_SEEDS) -timeout $(MUTATE_TIMEOUT) $(if $(ONLY),-only $(ONLY))
+
 fuzz: ## fuzz every decoder of network bytes for FUZZTIME each (make fuzz FUZZTIME=1m)
 	@for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' pkg | xargs -n1 dirname | sort -u); do \
 	  for t in $$($(GO) test -list '^Fuzz' ./$$pkg | grep '^Fuzz'); do \

@@ -55,6 +55,8 @@ type Group struct {
 	coreStats bft.Stats
 	// coordinated is the shared memory of Coordinated replicas.
 	coordinated map[[2]uint64][]byte
+	// oracle records what correct replicas signed (adversary_mut_oracle.go).
+	oracle *oracle
 }
 
 // ReplySink is a simulated client: it receives the replies of its group.

@@ -103,5 +103,6 @@ func RandomOptions(seed uint64) Options {
 		}
 	}
 	opts.PowerCut = rng.IntN(8) == 0
+	mutAdversaries(seed, &opts)
 	return opts
 }

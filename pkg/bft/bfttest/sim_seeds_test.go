@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ var (
 	flagFirstSeed = flag.Uint64("first-seed", 1, "first seed of TestSimulationSeeds")
 	flagSeed      = flag.Uint64("seed", 0, "seed TestReplaySeed replays (with -v for a trace)")
 	flagVerbose   = flag.Bool("v-sim", false, "print a summary line per failing seed and totals")
+	flagBudget    = flag.Duration("sim-budget", 0, "stop handing out seeds after this wall time (0: no limit; make mutate)")
+	flagStop      = flag.Bool("stop-on-failure", false, "stop handing out seeds after the first failure (make mutate); the lowest failing seed run is reported")
 )
 
 // TestSimulationSeeds runs -seeds random seeds (2,000 by default) through
@@ -42,13 +45,15 @@ func TestSimulationSeeds(t *testing.T) {
 		cov      Coverage
 		maxHeal  int64
 	)
+	stop := make(chan struct{})
+	var stopOnce sync.Once
 	var wg sync.WaitGroup
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for seed := range seeds {
-				res := Run(RandomOptions(seed))
+				res := runRecovered(seed)
 				mu.Lock()
 				runs++
 				events += res.Events
@@ -61,11 +66,25 @@ func TestSimulationSeeds(t *testing.T) {
 					failures = append(failures, failure{seed, res})
 				}
 				mu.Unlock()
+				if res.Failed() && *flagStop {
+					stopOnce.Do(func() { close(stop) })
+				}
 			}
 		}()
 	}
+	var budget <-chan time.Time
+	if *flagBudget > 0 {
+		budget = time.After(*flagBudget)
+	}
+hand:
 	for i := 0; i < *flagSeeds; i++ {
-		seeds <- *flagFirstSeed + uint64(i)
+		select {
+		case seeds <- *flagFirstSeed + uint64(i):
+		case <-stop:
+			break hand
+		case <-budget:
+			break hand
+		}
 	}
 	close(seeds)
 	wg.Wait()
@@ -95,12 +114,28 @@ func TestSimulationSeeds(t *testing.T) {
 		}
 	}
 	for _, f := range failures {
+		if f.seed == first && *flagStop {
+			// One line for the mutation gate (internal/mutate) to parse.
+			fmt.Fprintf(os.Stderr, "stop-on-failure: seed %d failed after %d seeds in %s: %s\n", f.seed, runs,
+				time.Since(start).Round(time.Millisecond), strings.ReplaceAll(f.res.Violations[0], "\n", " "))
+		}
 		if f.seed == first {
 			t.Errorf("first failing seed %d: %s\n  %v\n  replay: go test ./pkg/bft/bfttest -run TestReplaySeed -seed=%d -v", f.seed, f.res.Summary, f.res.Violations, f.seed)
 		} else if *flagVerbose {
 			fmt.Fprintf(os.Stderr, "seed %d: %v\n", f.seed, f.res.Violations)
 		}
 	}
+}
+
+// runRecovered runs one seed; a panic (an invariant of the core, under the
+// invariants tag) is that seed's violation rather than the end of the run.
+func runRecovered(seed uint64) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = Result{Seed: seed, Violations: []string{fmt.Sprintf("panic: %v", p)}, Summary: "panicked"}
+		}
+	}()
+	return Run(RandomOptions(seed))
 }
 
 // TestReplaySeed replays one seed with a full trace (-seed=N -v).

@@ -127,6 +127,7 @@ func (r *SimReplica) start() {
 		return
 	}
 	r.engine = e
+	r.loadForCheck() // P1: what it sent survived the crash
 	r.app = r.g.newApp()
 	loop, err := host.New(host.Config{
 		Core: r.g.coreConfig(r.id), Engine: e, App: r.app, Net: (*simNet)(r), Exec: (*simExec)(r),
@@ -242,6 +243,7 @@ func (r *SimReplica) deliver(b []byte) {
 	r.seen.note(m)
 	v0, vc0 := r.loop.Node().View()
 	r.loop.Deliver(m)
+	r.noteAccepted(m, v0, vc0)
 	r.observeViewChange(v0, vc0)
 	r.process()
 }
@@ -303,6 +305,7 @@ func (n *simNet) sendTo(to int, m *bftpb.Message) {
 	if r.crashAfter || !r.up {
 		return
 	}
+	r.noteSent(m)
 	msgs := []*bftpb.Message{m}
 	if r.behavior != nil {
 		msgs = r.behavior.Outgoing(r, to, m)
