@@ -148,10 +148,12 @@ func (n *Node) IsPrimary() bool { return n.Primary() == n.cfg.ID }
 // LastExecuted returns the last sequence number the host reported executed.
 func (n *Node) LastExecuted() SeqNum { return n.lastExecuted }
 
-// Unexecuted reports whether the log holds a proposal above the last
-// executed sequence number: a batch proposed, prepared or committed that has
-// not executed here yet (after a restart, one that waits for retransmitted
-// PREPAREs and COMMITs). Null batches count: they execute too.
+// Unexecuted reports whether the log holds a batch above the last executed
+// sequence number that this replica saw prepared or committed: one that
+// will execute here (after a restart, once the retransmitted COMMITs
+// arrive; after a view change, re-proposed by the NEW-VIEW, V4). A bare
+// PRE-PREPARE does not count: a faulty primary's proposal that never
+// prepared may never execute, and need not.
 func (n *Node) Unexecuted() bool {
 	for s, sl := range n.slots {
 		if s <= n.lastExecuted {
@@ -159,11 +161,6 @@ func (n *Node) Unexecuted() bool {
 		}
 		if sl.committed || sl.prepared != nil {
 			return true
-		}
-		for _, ph := range sl.phases {
-			if ph.pp != nil {
-				return true
-			}
 		}
 	}
 	return false

@@ -1,6 +1,7 @@
 package txntest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -58,7 +59,10 @@ func (b *ByzClient) build(ops []txn.Op, nonce, watermark uint64) (*txn.Txn, []by
 		gv[i] = txn.GroupVersion{Group: g}
 	}
 	t := &txn.Txn{Ops: ops, Groups: gv, Owner: b.conns.ID(), Nonce: nonce, Watermark: watermark}
-	return t, t.Encode()
+	enc := t.Encode()
+	id := txn.ID(ClusterID, enc)
+	b.c.W.Tracef("byzantine client %d: txn %x nonce %d groups %v (%d ops)", b.idx, id[:4], nonce, t.GroupIDs(), len(ops))
+	return t, enc
 }
 
 // ByzKeys are the keys Byzantine clients write: one per group.
@@ -103,6 +107,23 @@ func (b *ByzClient) writeOps() []txn.Op {
 	return ops
 }
 
+// Idle reports whether the client has no call outstanding or queued.
+func (b *ByzClient) Idle() bool {
+	for _, g := range b.conns.groups {
+		if g.Core().Outstanding() > 0 || g.Core().Queued() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Stop fails every call still outstanding: nothing is sent again.
+func (b *ByzClient) Stop() {
+	for _, g := range b.conns.groups {
+		g.Core().FailAll(errors.New("txntest: the Byzantine client stopped"))
+	}
+}
+
 func (b *ByzClient) next() uint64 { n := b.nonce; b.nonce++; return n }
 
 // send sends a call to every group in gs, ignoring the results unless
@@ -124,6 +145,7 @@ func (b *ByzClient) Act(kind string) {
 		kind = ByzKinds[b.rng().IntN(len(ByzKinds))]
 	}
 	b.Actions[kind]++
+	b.c.W.Tracef("byzantine client %d: %s", b.idx, kind)
 	groups := b.c.Keys.Groups()
 	switch kind {
 	case "abandon", "partial":

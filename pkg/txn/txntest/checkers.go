@@ -3,6 +3,7 @@ package txntest
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/host"
@@ -62,7 +63,7 @@ func CheckRecords(views []RecordView, final bool) []string {
 		}
 		for id, in := range v.Records {
 			if final && (in.State == txn.StatePending || in.State == txn.StateQueued) {
-				out = append(out, fmt.Sprintf("X3: group %d replica %d still holds %s %v (owner %x nonce %d, vote %s) after the run", v.Group, v.Replica, in.State, id, in.Owner[:4], in.Nonce, in.Vote))
+				out = append(out, fmt.Sprintf("X3: group %d replica %d still holds %s %v (owner %x nonce %d, vote %s%s) after the run", v.Group, v.Replica, in.State, id, in.Owner[:4], in.Nonce, in.Vote, describeOps(in.Txn)))
 			}
 			prev, ok := m[id]
 			if !ok {
@@ -114,4 +115,18 @@ func CheckRecords(views []RecordView, final bool) []string {
 		}
 	}
 	return out
+}
+
+// describeOps lists a recorded transaction's operations and groups, for
+// a violation's message.
+func describeOps(enc []byte) string {
+	t, err := txn.Decode(enc)
+	if err != nil {
+		return ""
+	}
+	var ops []string
+	for _, op := range t.Ops {
+		ops = append(ops, fmt.Sprintf("%v %q", op.Kind, op.Key))
+	}
+	return fmt.Sprintf("; groups %v: %s", t.GroupIDs(), strings.Join(ops, ", "))
 }

@@ -265,9 +265,16 @@ func (s *Sim) run() {
 	// The sweep comes after the workload and after the last Byzantine act
 	// (and the second its calls take to land).
 	for n := 0; len(w.Violations()) == 0 && w.Step(deadline); n++ {
-		if n%64 == 0 && s.workDone() && w.Now() > s.byzEnd+1_000_000 {
+		if n%64 == 0 && s.workDone() && w.Now() > s.byzEnd+1_000_000 && s.byzIdle() {
 			break
 		}
+	}
+	// A Byzantine client's calls may still be retransmitted (to a group
+	// that was down, with the client's doubling timeout) and land after
+	// the sweep has passed the keys they lock: stop them now. Calls
+	// answered are all that can have executed.
+	for _, b := range s.byz {
+		b.Stop()
 	}
 	if len(w.Violations()) > 0 {
 		return
@@ -333,6 +340,17 @@ func (s *Sim) setup(then func()) {
 			try()
 		}
 	})
+}
+
+// byzIdle reports whether every Byzantine client has its answers: no call
+// outstanding or queued at any group.
+func (s *Sim) byzIdle() bool {
+	for _, b := range s.byz {
+		if !b.Idle() {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Sim) workDone() bool {

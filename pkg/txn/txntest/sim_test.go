@@ -42,6 +42,8 @@ func TestTxnSimRegressionSeeds(t *testing.T) {
 	}{
 		{200, "a Byzantine client's flood left eight transactions holding read locks on one key; the sweeper gave up on it after its coordinator's 20 retries (one pending transaction named per abort, E3) and X3 found one still pending"},
 		{881, "a power cut of every replica right after the sweep: a release whose COMMITs were retransmitted after the restart had not executed yet when the records were checked (settle now waits for the log to drain)"},
+		{5857, "a Byzantine client's flood to a group that was down landed, by the client's doubling retransmission timeout, after the sweeper had rewritten the keys it locks (the sweep now waits for the Byzantine clients' calls to be answered and stops them)"},
+		{8106, "a faulty primary's PRE-PREPARE that never prepared was counted as work the replicas still had to execute (only prepared or committed batches are)"},
 	} {
 		res := Run(RandomOptions(c.seed))
 		if res.Failed() {
