@@ -119,12 +119,25 @@ func (n *Node) onStatus(from ReplicaID, st *bftpb.Status) {
 	p.known = true
 	p.view, p.viewChanging = View(st.View), st.ViewChanging
 	p.stable, p.lastExecuted = SeqNum(st.StableSeq), SeqNum(st.LastExecuted)
-	// A peer behind in views, or still changing to the view we are in, gets
-	// the NEW-VIEW that started it (V5 makes it self-certifying).
-	// Any member may relay it: the Checker checks the primary's signature,
-	// not the sender.
-	if !n.viewChanging && n.vc.newView != nil && (p.view < n.view || (p.view == n.view && p.viewChanging)) {
-		n.send(from, &bftpb.Message{Body: &bftpb.Message_NewView{NewView: n.vc.newView}})
+	// A peer behind in views, or still changing to the last view we
+	// entered, gets the NEW-VIEW that started it (V5 makes it
+	// self-certifying). Any member may relay it: the Checker checks the
+	// primary's signature, not the sender.
+	//
+	// Also while we are changing to a later view (simulator seed 16459): a
+	// NEW-VIEW(v) some replicas missed (a partition) leaves them collecting
+	// VIEW-CHANGEs for v that will never reach 2f+1 — the replicas that
+	// entered v sent theirs and moved on, and faulty ones withhold — so V6's
+	// timer never starts there. If the replicas that entered v then time
+	// out to v+1 and are fewer than f+1 correct ones with the faulty
+	// withholding their VIEW-CHANGE(v+1) from the others, V7 does not pull
+	// the others along either, and neither side ever gets 2f+1: the group
+	// stalls for good. The NEW-VIEW(v) brings them into v; there their
+	// request timers run, and they ask for v+1 too.
+	if nv := n.vc.newView; nv != nil {
+		if last := View(nv.View); p.view < last || (p.view == last && p.viewChanging) {
+			n.send(from, &bftpb.Message{Body: &bftpb.Message_NewView{NewView: nv}})
+		}
 	}
 }
 

@@ -1196,3 +1196,45 @@ func TestP3_RestartDoesNotPrepareInAViewNotEntered(t *testing.T) {
 		t.Fatal("r2 never sent COMMIT(v1, s1) after entering view 1")
 	}
 }
+
+// V5, V6, V7 (simulator seed 16459): a replica that entered view 1 and then
+// moved on to a view change to 2 still relays NEW-VIEW(1) to a peer whose
+// status says it is still changing to 1 (it missed the NEW-VIEW in a
+// partition). Without the relay that peer waits for 2f+1 VIEW-CHANGE(1)s
+// that the replicas already in view 1 no longer send, so its V6 timer never
+// starts; with faulty replicas withholding their VIEW-CHANGE(2) from it, V7
+// never pulls it along either, and the group can stall for good.
+func TestV5_ReplicaChangingToALaterViewRelaysTheNewViewItEntered(t *testing.T) {
+	c := newCluster(t, 1)
+	c.net = false
+	r := c.reps[3]
+	vcs := []*bftpb.ViewChange{c.viewChange(1, 0, nil), c.viewChange(1, 1, nil), c.viewChange(1, 3, nil)}
+	c.step(3, msg(1, c.newView(1, vcs, c.expectedO(vcs), 1)))
+	if v, changing := c.node(3).View(); v != 1 || changing {
+		t.Fatalf("setup: r3 in view %d (changing %v), want view 1", v, changing)
+	}
+	// f+1 replicas ask for view 2 (primary r2, silent here): r3 joins (V7).
+	for _, i := range []int{0, 1} {
+		c.step(3, msg(i, c.viewChange(2, i, nil)))
+	}
+	if v, changing := c.node(3).View(); v != 2 || !changing {
+		t.Fatalf("setup: r3 in view %d (changing %v), want a view change to 2", v, changing)
+	}
+	r.reset()
+	c.step(3, msg(0, &bftpb.Status{View: 1, ViewChanging: true, Replica: 0}))
+	nvs := sentNewViews(r.msgs)
+	if len(nvs) != 1 || nvs[0].View != 1 {
+		t.Fatalf("r3 sent NEW-VIEWs %v to a peer still changing to view 1, want NEW-VIEW(1)", nvs)
+	}
+	// The relayed NEW-VIEW brings the peer into view 1.
+	c.step(0, msg(3, nvs[0]))
+	if v, changing := c.node(0).View(); v != 1 || changing {
+		t.Fatalf("r0 in view %d (changing %v) after the relay, want view 1", v, changing)
+	}
+	// A peer changing to a view above it gets nothing.
+	r.reset()
+	c.step(3, msg(0, &bftpb.Status{View: 2, ViewChanging: true, Replica: 0}))
+	if nvs := sentNewViews(r.msgs); len(nvs) != 0 {
+		t.Fatalf("r3 relayed %d NEW-VIEWs to a peer changing to view 2", len(nvs))
+	}
+}

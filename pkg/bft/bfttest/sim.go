@@ -251,7 +251,10 @@ func (s *Sim) settled() bool {
 		}
 	}
 	for _, r := range s.g.Instances() {
-		if r.correct() && (!r.up || r.Node().LastExecuted() < top || r.busy) {
+		// A batch in the log above the executed point (after a power cut:
+		// committed before it, its COMMITs retransmitted after) must
+		// execute too before the stores are checked.
+		if r.correct() && (!r.up || r.Node().LastExecuted() < top || r.busy || r.Node().Unexecuted()) {
 			return false
 		}
 	}

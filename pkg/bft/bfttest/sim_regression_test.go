@@ -22,6 +22,9 @@ var regressionSeeds = []struct {
 	{56, "liveness (G3): after a power cut of every replica, peers that restarted past their stable checkpoint could not serve it (snapshots lived in memory) and a replica behind it never caught up. Fix: saved checkpoints on disk (storage.SaveCheckpoint)."},
 	{199, "liveness (G3): a replica restarted with a state-transfer target the others had pruned retried it forever. Fix: a peer with a newer stable checkpoint is asked for its certificate, which supersedes the target."},
 	{222, "liveness (G2, G3): a replica that executed up to the others' stable checkpoint while their CHECKPOINTs were lost never got the certificate, so its high watermark never moved. Fix: catch-up asks a peer whose stable checkpoint is above its own, and the peer sends its stable certificate."},
+	{6770, "checker (durability): after a power cut of every replica, the stores were checked while a batch committed before the cut still waited in the log for its retransmitted COMMITs; an append acknowledged from it looked lost. Fix: the run settles only when no correct replica holds a prepared or committed batch it has not executed (bft.Node.Unexecuted)."},
+	{9137, "checker (durability): the same as 6770, with f = 2 and a coordinated faulty pair."},
+	{16459, "liveness (V5, V6, V7): a partition split the correct replicas between view 1 (entered; then timing out to 2) and a view change to 1 (NEW-VIEW(1) missed), and the coordinated faulty pair withheld its VIEW-CHANGEs from the second side: neither side could reach 2f+1. Fix: a replica changing to a later view still relays the NEW-VIEW of the last view it entered to a peer changing to that view (TestV5_ReplicaChangingToALaterViewRelaysTheNewViewItEntered)."},
 }
 
 func TestSimulationRegressionSeeds(t *testing.T) {
