@@ -25,6 +25,10 @@ var regressionSeeds = []struct {
 	{6770, "checker (durability): after a power cut of every replica, the stores were checked while a batch committed before the cut still waited in the log for its retransmitted COMMITs; an append acknowledged from it looked lost. Fix: the run settles only when no correct replica holds a prepared or committed batch it has not executed (bft.Node.Unexecuted)."},
 	{9137, "checker (durability): the same as 6770, with f = 2 and a coordinated faulty pair."},
 	{16459, "liveness (V5, V6, V7): a partition split the correct replicas between view 1 (entered; then timing out to 2) and a view change to 1 (NEW-VIEW(1) missed), and the coordinated faulty pair withheld its VIEW-CHANGEs from the second side: neither side could reach 2f+1. Fix: a replica changing to a later view still relays the NEW-VIEW of the last view it entered to a peer changing to that view (TestV5_ReplicaChangingToALaterViewRelaysTheNewViewItEntered)."},
+	{4430, "checker: the first fix of 6770 made the run wait, without bound, until no correct replica held an unexecuted prepared batch; a batch prepared at some replicas whose requests had executed elsewhere never commits without a view change (no request timer runs for it), and need not. Fix: drain waits for such batches at most 10 s."},
+	{5558, "checker: as 4430."},
+	{8012, "checker: as 4430."},
+	{16115, "checker: as 4430."},
 }
 
 func TestSimulationRegressionSeeds(t *testing.T) {
