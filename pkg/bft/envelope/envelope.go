@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 const (
@@ -100,6 +101,25 @@ func EncodeOutcomes(results [][]byte, rejected []string) []byte {
 		b = append(b, results[i]...)
 	}
 	return b
+}
+
+// EncodeExecuted encodes an envelope's results from the results of the
+// calls that executed, in call order, and rejected, one reason per call (""
+// for a call that executed; nil if none was rejected): EncodeResults when
+// no call was rejected, EncodeOutcomes otherwise. The runtime and the test
+// worlds that stand in for it build their replies with it.
+func EncodeExecuted(executed [][]byte, rejected []string) []byte {
+	if !slices.ContainsFunc(rejected, func(r string) bool { return r != "" }) {
+		return EncodeResults(executed)
+	}
+	vals, k := make([][]byte, len(rejected)), 0
+	for i, r := range rejected {
+		if r == "" {
+			vals[i] = executed[k]
+			k++
+		}
+	}
+	return EncodeOutcomes(vals, rejected)
 }
 
 // DecodeOutcomes decodes the results of an envelope in either encoding

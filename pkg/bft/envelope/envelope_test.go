@@ -105,3 +105,22 @@ func FuzzDecodeOutcomes(f *testing.F) {
 		}
 	})
 }
+
+// EncodeExecuted places the executed calls' results between the rejected
+// calls, and is EncodeResults when no call was rejected.
+func TestEncodeExecutedPlacesResultsAroundRejections(t *testing.T) {
+	if got, want := EncodeExecuted([][]byte{[]byte("a"), []byte("b")}, nil), EncodeResults([][]byte{[]byte("a"), []byte("b")}); !bytes.Equal(got, want) {
+		t.Fatalf("no rejection: got %x, want EncodeResults %x", got, want)
+	}
+	if got, want := EncodeExecuted([][]byte{[]byte("a")}, []string{""}), EncodeResults([][]byte{[]byte("a")}); !bytes.Equal(got, want) {
+		t.Fatalf("empty reasons: got %x, want EncodeResults %x", got, want)
+	}
+	b := EncodeExecuted([][]byte{[]byte("a"), []byte("c")}, []string{"", "bad", ""})
+	vals, rejected, err := DecodeOutcomes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vals) != 3 || string(vals[0]) != "a" || string(vals[2]) != "c" || rejected[1] != "bad" || rejected[0] != "" || rejected[2] != "" {
+		t.Fatalf("got %q %q", vals, rejected)
+	}
+}

@@ -78,7 +78,6 @@ func (l *Loop) RunExecutions(job *Job) *JobResult {
 func (l *Loop) apply(ex *bft.Execution, b *storage.Batch) ([][]byte, error) {
 	// Decode every envelope first, so the calls slice is allocated once.
 	decoded := make([][][]byte, len(ex.Execute))
-	counts := make([]int, len(ex.Execute))
 	total := 0
 	for i, req := range ex.Execute {
 		payloads, err := envelope.DecodeCalls(req.Payload)
@@ -87,13 +86,14 @@ func (l *Loop) apply(ex *bft.Execution, b *storage.Batch) ([][]byte, error) {
 			// replica sees the same bytes, so this stays deterministic.
 			continue
 		}
-		decoded[i], counts[i] = payloads, len(payloads)
+		decoded[i] = payloads
 		total += len(payloads)
 	}
 	// Calls the application's Validate rejects do not execute: each gets its
 	// reason as its result (validate.go), the others run as usual.
 	calls := make([]Call, 0, total)
-	var rejected [][]string // per request, nil if none of its calls is rejected
+	executed := make([]int, len(ex.Execute)) // calls of each request that run
+	var rejected [][]string                  // per request, nil if none of its calls is rejected
 	for i, req := range ex.Execute {
 		client := bft.ClientID(req.Client)
 		for j, p := range decoded[i] {
@@ -102,12 +102,13 @@ func (l *Loop) apply(ex *bft.Execution, b *storage.Batch) ([][]byte, error) {
 					rejected = make([][]string, len(ex.Execute))
 				}
 				if rejected[i] == nil {
-					rejected[i] = make([]string, counts[i])
+					rejected[i] = make([]string, len(decoded[i]))
 				}
 				rejected[i][j] = reason
 				continue
 			}
 			calls = append(calls, Call{Client: client, Timestamp: req.Timestamp, Index: j, Payload: p})
+			executed[i]++
 		}
 	}
 	res, err := l.app.Execute(ex.Seq, calls, b)
@@ -119,20 +120,13 @@ func (l *Loop) apply(ex *bft.Execution, b *storage.Batch) ([][]byte, error) {
 	}
 	out := make([][]byte, len(ex.Execute))
 	k := 0
-	for i, c := range counts {
-		if rejected == nil || rejected[i] == nil {
-			out[i] = envelope.EncodeResults(res[k : k+c])
-			k += c
-			continue
+	for i, c := range executed {
+		var reasons []string
+		if rejected != nil {
+			reasons = rejected[i]
 		}
-		vals := make([][]byte, c)
-		for j := range vals {
-			if rejected[i][j] == "" {
-				vals[j] = res[k]
-				k++
-			}
-		}
-		out[i] = envelope.EncodeOutcomes(vals, rejected[i])
+		out[i] = envelope.EncodeExecuted(res[k:k+c], reasons)
+		k += c
 	}
 	if err := writeClientUpdates(b, ex, out); err != nil {
 		return nil, fmt.Errorf("host: client table: %w", err)

@@ -174,7 +174,9 @@ func New(cfg Config) (*Replica, error) {
 	return r, nil
 }
 
-// validatePayload decodes an envelope and validates every call in it.
+// validatePayload is the checker's stateless check of a request's payload:
+// the envelope must decode; each call's verdict goes into the validation
+// cache for execution, where a rejected call fails alone (host/validate.go).
 func (r *Replica) validatePayload(payload []byte) error {
 	return host.ValidateEnvelope(r.app, r.validation, payload)
 }

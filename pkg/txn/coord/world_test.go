@@ -316,10 +316,9 @@ func (g *wgroup) order(req *bftpb.Request) {
 	// reason as its outcome; the envelope's other calls execute.
 	calls := make([]host.Call, 0, len(payloads))
 	reasons := make([]string, len(payloads))
-	anyRejected := false
 	for i, p := range payloads {
 		if err := g.replicas[0].eng.Validate(p); err != nil {
-			reasons[i], anyRejected = err.Error(), true
+			reasons[i] = err.Error()
 			continue
 		}
 		calls = append(calls, host.Call{Client: bft.ClientID(req.Client), Timestamp: req.Timestamp, Index: i, Payload: p})
@@ -344,19 +343,8 @@ func (g *wgroup) order(req *bftpb.Request) {
 		} else {
 			require.Equal(t, first, res, "replica %d of group %d computed other results", i, g.id)
 		}
-		encoded := envelope.EncodeResults(res)
-		if anyRejected {
-			vals, k := make([][]byte, len(payloads)), 0
-			for j := range vals {
-				if reasons[j] == "" {
-					vals[j] = res[k]
-					k++
-				}
-			}
-			encoded = envelope.EncodeOutcomes(vals, reasons)
-		}
 		rep := &bftpb.Reply{Client: req.Client, Timestamp: req.Timestamp, Replica: uint32(r.idx),
-			Status: bftpb.ReplyStatus_REPLY_STATUS_OK, Result: encoded}
+			Status: bftpb.ReplyStatus_REPLY_STATUS_OK, Result: envelope.EncodeExecuted(res, reasons)}
 		if sign := host.SignBytesOf(r.eng, rep); sign != nil {
 			sigs := make([][]byte, len(sign))
 			for j, m := range sign {
