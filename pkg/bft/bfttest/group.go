@@ -169,6 +169,23 @@ func (g *Group) Instances() []*SimReplica {
 	return out
 }
 
+// Unexecuted reports whether a correct replica of the group that is up holds
+// a prepared or committed batch it has not executed (bft.Node.Unexecuted):
+// what the simulators' drain waits for, at most DrainBound.
+func (g *Group) Unexecuted() bool {
+	for _, r := range g.Instances() {
+		if r.up && r.correct() && r.Node().Unexecuted() {
+			return true
+		}
+	}
+	return false
+}
+
+// DrainBound bounds how long, in simulated microseconds, a simulator waits
+// after settling for unexecuted batches to execute (Sim.drain): many status
+// intervals, so retransmitted COMMITs arrive well within it.
+const DrainBound = 10_000_000
+
 // Start starts every replica.
 func (g *Group) Start() {
 	for _, r := range g.Instances() {

@@ -241,11 +241,10 @@ func (s *Sim) settle() {
 	}
 	if !s.settled() {
 		w.Violation("liveness: correct replicas did not catch up within 60s after the clients finished: %s", s.g.Describe())
-		return
 	}
 }
 
-// drain runs on, for at most drainBound of simulated time, while a correct
+// drain runs on, for at most DrainBound of simulated time, while a correct
 // replica holds a prepared or committed batch it has not executed
 // (bft.Node.Unexecuted): after a power cut, a batch committed before the
 // cut waits in the log for the retransmitted COMMITs (seeds 6770, 9137),
@@ -254,12 +253,12 @@ func (s *Sim) settle() {
 // already executed, so no request timer runs) may wait for ever, and need
 // not execute: nothing in it was acknowledged (an acknowledgement needs
 // f+1 executions, hence a commit at 2f+1 replicas whose COMMITs are
-// durable and retransmitted). drainBound is many status intervals.
+// durable and retransmitted).
 func (s *Sim) drain() {
 	w := s.w
-	deadline := w.now + drainBound
+	deadline := w.now + DrainBound
 	for n := 0; w.Step(deadline); n++ {
-		if n%64 == 0 && !s.unexecuted() && s.settled() {
+		if n%64 == 0 && !s.g.Unexecuted() && s.settled() {
 			return
 		}
 		if len(w.violations) > 0 {
@@ -269,18 +268,6 @@ func (s *Sim) drain() {
 	// Executing what drained may have put some replicas ahead of others:
 	// let them catch up again (G3).
 	s.settle()
-}
-
-// drainBound bounds drain, in simulated microseconds.
-const drainBound = 10_000_000
-
-func (s *Sim) unexecuted() bool {
-	for _, r := range s.g.Instances() {
-		if r.up && r.correct() && r.Node().Unexecuted() {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Sim) settled() bool {

@@ -571,7 +571,7 @@ func (s *Sim) settle() {
 	}
 }
 
-// drain runs on, for at most 10 s of simulated time, while a correct
+// drain runs on, for at most bfttest.DrainBound of simulated time, while a correct
 // replica that is up holds a prepared or committed batch it has not
 // executed (bft.Node.Unexecuted), then settles again: after a power cut a
 // batch committed before the cut waits for the retransmitted COMMITs (seed
@@ -582,7 +582,7 @@ func (s *Sim) settle() {
 // bfttest's Sim.drain is the same.
 func (s *Sim) drain() {
 	w := s.w
-	deadline := w.Now() + 10_000_000
+	deadline := w.Now() + bfttest.DrainBound
 	for n := 0; w.Step(deadline); n++ {
 		if n%64 == 0 && !s.unexecuted() && s.settled() {
 			break
@@ -596,10 +596,8 @@ func (s *Sim) drain() {
 
 func (s *Sim) unexecuted() bool {
 	for _, g := range s.c.Groups {
-		for _, r := range g.Instances() {
-			if r.Up() && r.Correct() && r.Node().Unexecuted() {
-				return true
-			}
+		if g.Unexecuted() {
+			return true
 		}
 	}
 	return false
