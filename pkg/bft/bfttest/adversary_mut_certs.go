@@ -1,6 +1,7 @@
 package bfttest
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 
@@ -165,7 +166,7 @@ func (c CertForger) mismatchedCert(r *SimReplica) *bftpb.Message {
 		}
 		pc := &bftpb.PreparedCert{PrePrepare: pp}
 		row := fm.prepares[k]
-		for _, id := range sortedIDs(row) {
+		for _, id := range slices.Sorted(maps.Keys(row)) {
 			p := row[id]
 			if len(pc.Prepares) == 2*g.F-1 {
 				break
@@ -200,7 +201,7 @@ func (c CertForger) sameViewCert(r *SimReplica) *bftpb.Message {
 		}
 		pc := &bftpb.PreparedCert{PrePrepare: pp}
 		row := fm.prepares[k]
-		for _, id := range sortedIDs(row) {
+		for _, id := range slices.Sorted(maps.Keys(row)) {
 			p := row[id]
 			if len(pc.Prepares) == 2*g.F {
 				break
@@ -232,7 +233,7 @@ func (c CertForger) weakCheckpointCert(r *SimReplica) *bftpb.Message {
 			// choice does not depend on the maps' order.
 			if len(row) >= g.F+1 && s > best {
 				best, cps = s, nil
-				for _, id := range sortedIDs(row) {
+				for _, id := range slices.Sorted(maps.Keys(row)) {
 					if len(cps) < g.F+1 {
 						cps = append(cps, row[id])
 					}
@@ -251,15 +252,6 @@ func (c CertForger) weakCheckpointCert(r *SimReplica) *bftpb.Message {
 	vc := &bftpb.ViewChange{View: uint64(v) + 1, Replica: uint32(r.id), StableSeq: best, StableDigest: cps[0].StateDigest, CheckpointCert: cps}
 	vc.Signature = r.signer().Sign(g.dom.ViewChangeBytes(vc))
 	return &bftpb.Message{From: uint32(r.id), Body: &bftpb.Message_ViewChange{ViewChange: vc}}
-}
-
-func sortedIDs[T any](m map[uint32]T) []uint32 {
-	ids := make([]uint32, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // FloorProbe, as the primary of a new view, sends with its NEW-VIEW — and

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -305,7 +307,7 @@ func (s *suite) fig5Extra(fig5, alone txnBenchReport, grace []*txnRunResult) {
 func (s *suite) loads(loads map[string]*loadResult) {
 	w := &s.md
 	fmt.Fprintf(w, "## Loading (--load)\n\n| cluster | items | transactions | seconds | items/s | load after |\n|---|---|---|---|---|---|\n")
-	for _, k := range sortedKeys(loads) {
+	for _, k := range slices.Sorted(maps.Keys(loads)) {
 		l := loads[k]
 		if l == nil {
 			continue

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,14 +30,14 @@ func printBench(w io.Writer, r *benchResult) error {
 		}
 		cpu = fmt.Sprintf("%s over %d of %d replicas", perCall, r.ReplicasScraped, r.ReplicasInGroup)
 		var parts []string
-		for _, n := range sortedKeys(r.ReplicaCPUSeconds) {
+		for _, n := range slices.Sorted(maps.Keys(r.ReplicaCPUSeconds)) {
 			parts = append(parts, fmt.Sprintf("%s %.2fs", n, r.ReplicaCPUSeconds[n]))
 		}
 		cpu += " (" + strings.Join(parts, ", ") + ")"
 	}
 	if len(r.ReplicasMissing) > 0 {
 		var parts []string
-		for _, n := range sortedKeys(r.ReplicasMissing) {
+		for _, n := range slices.Sorted(maps.Keys(r.ReplicasMissing)) {
 			parts = append(parts, n+": "+r.ReplicasMissing[n])
 		}
 		cpu += "; left out: " + strings.Join(parts, "; ")
@@ -70,7 +71,7 @@ func printBench(w io.Writer, r *benchResult) error {
 		{"replica CPU", cpu},
 	}
 	if r.perReplica && r.Batches > 0 {
-		for _, n := range sortedKeys(r.ReplicaCPUMsPerBatchByReplica) {
+		for _, n := range slices.Sorted(maps.Keys(r.ReplicaCPUMsPerBatchByReplica)) {
 			perCall := "n/a"
 			if r.Calls > 0 {
 				perCall = fmt.Sprintf("%.3f", r.ReplicaCPUSeconds[n]*1000/float64(r.Calls))
@@ -80,7 +81,7 @@ func printBench(w io.Writer, r *benchResult) error {
 		}
 	}
 	if len(r.Profiles) > 0 {
-		for _, n := range sortedKeys(r.Profiles) {
+		for _, n := range slices.Sorted(maps.Keys(r.Profiles)) {
 			rows = append(rows, []string{"profile " + n, r.Profiles[n]})
 		}
 	}
@@ -100,15 +101,6 @@ func printBench(w io.Writer, r *benchResult) error {
 		return fmt.Errorf("bench report: %w", err)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func jsonIndent(v any) ([]byte, error) {
