@@ -65,9 +65,10 @@
 //
 // # Cost
 //
-// The digest costs one BLAKE2X expansion (about 9 µs on the reference
-// machine, see docs/benchmarks/storage.md) per inserted or deleted element
-// and two per overwrite, and each replicated commit rewrites the 2 KiB digest
+// The digest costs one element expansion (SHA-256 then 2 KiB of AES-256-CTR
+// keystream, about 1 µs on the reference machine, see
+// docs/benchmarks/storage.md) per inserted or deleted element and two per
+// overwrite, and each replicated commit rewrites the 2 KiB digest
 // record: commit many writes per batch, as the executor does (one batch per
 // PBFT batch).
 //

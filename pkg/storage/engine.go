@@ -239,7 +239,7 @@ func (e *Engine) loadOrInit() error {
 	case err != nil:
 		return fmt.Errorf("read format marker: %w", err)
 	case !bytes.Equal(v, formatVersion):
-		return fmt.Errorf("%w: version %x, this build reads %x", ErrIncompatibleFormat, v, formatVersion)
+		return fmt.Errorf("%w: version %x, this build reads %x (the store was written by another build of Augustus: open it with that build, or re-create the cluster's data with augustus init)", ErrIncompatibleFormat, v, formatVersion)
 	}
 	d, err := readDigest(e.db)
 	if err != nil {

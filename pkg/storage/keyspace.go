@@ -48,8 +48,9 @@ var (
 	formatKey = []byte{byte(ksLocal), 'f', 'o', 'r', 'm', 'a', 't'}
 	digestKey = []byte{byte(ksReplicatedMeta), 'd', 'i', 'g', 'e', 's', 't'}
 
-	// formatVersion identifies the key layout and the digest construction.
-	formatVersion = []byte{1}
+	// formatVersion identifies the key layout and the digest construction
+	// (1: LtHash expanded with BLAKE2X; 2: with SHA-256 and AES-256-CTR).
+	formatVersion = []byte{2}
 
 	replicatedDataLower = []byte{replicatedSpanStart}
 	replicatedDataUpper = []byte{replicatedDataEnd}

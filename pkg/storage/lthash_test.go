@@ -1,12 +1,11 @@
 package storage
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/sha256"
 	"encoding/binary"
-	"io"
 	"testing"
-
-	"golang.org/x/crypto/blake2b"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -48,19 +47,17 @@ func TestDigestEncodingIsLittleEndianLanesAndSumIsSHA256OfIt(t *testing.T) {
 func TestElementExpansionFollowsTheDocumentedEncoding(t *testing.T) {
 	// Rebuild the expansion of one element from the encoding documented on
 	// Digest, independently of elementHasher.
-	msg := []byte("augustus/storage/lthash/v1\x00")
+	msg := []byte("augustus/storage/lthash/v2\x00")
 	msg = append(msg, byte(UserData))
 	msg = binary.BigEndian.AppendUint32(msg, 3)
 	msg = append(msg, "key"...)
 	msg = binary.BigEndian.AppendUint32(msg, 5)
 	msg = append(msg, "value"...)
-	xof, err := blake2b.NewXOF(DigestSize, nil)
-	require.NoError(t, err)
-	_, err = xof.Write(msg)
+	seed := sha256.Sum256(msg)
+	block, err := aes.NewCipher(seed[:])
 	require.NoError(t, err)
 	want := make([]byte, DigestSize)
-	_, err = io.ReadFull(xof, want)
-	require.NoError(t, err)
+	cipher.NewCTR(block, make([]byte, aes.BlockSize)).XORKeyStream(want, make([]byte, DigestSize))
 
 	var d Digest
 	d.Add(UserData, []byte("key"), []byte("value"))
@@ -69,7 +66,7 @@ func TestElementExpansionFollowsTheDocumentedEncoding(t *testing.T) {
 	// Pin the result too: changing the construction changes every
 	// replica's digest and needs a new format version.
 	s := d.Sum()
-	require.Equal(t, "be3690458e623cd2", d.String(), "full sum %x", s)
+	require.Equal(t, "ce74e103abfddcc2", d.String(), "full sum %x", s)
 }
 
 func TestElementEncodingSeparatesKeyspaceKeyAndValue(t *testing.T) {
@@ -104,15 +101,22 @@ func TestDigestAddThenRemoveAndCombine(t *testing.T) {
 	require.Equal(t, both, a)
 }
 
-func TestElementExpansionDoesNotAllocate(t *testing.T) {
+func TestElementExpansionAllocatesOnlyTheCipherState(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
+	// The seed hashing reuses the hasher; only crypto/aes's key schedule
+	// and crypto/cipher's counter-mode state are allocated per element
+	// (neither can be re-keyed in place), whatever the element's size.
 	h := newElementHasher()
-	key, value := []byte("key"), make([]byte, 100)
 	var d Digest
-	allocs := testing.AllocsPerRun(100, func() {
-		d.addLanes(h.expand(UserData, key, value))
-	})
-	require.Zero(t, allocs)
+	allocsFor := func(valueSize int) float64 {
+		key, value := []byte("key"), make([]byte, valueSize)
+		return testing.AllocsPerRun(100, func() {
+			d.addLanes(h.expand(UserData, key, value))
+		})
+	}
+	small, large := allocsFor(100), allocsFor(64<<10)
+	require.LessOrEqual(t, small, 3.0)
+	require.Equal(t, small, large, "allocations must not grow with the element")
 }

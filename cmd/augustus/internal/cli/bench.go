@@ -85,7 +85,8 @@ CPU. The report names the cluster's durability mode ("sync" in cluster.json).
 --profile DIR pulls a CPU profile (10s, or the measured interval if shorter) from
 each replica of the group during the measured interval and writes DIR/NAME.pprof
 (go tool pprof DIR/NAME.pprof): start the replicas with augustus start --pprof
-(--pprof-base-port here must match start's).
+(--pprof-base-port here must match start's). Transaction workloads profile every
+replica of every group, into DIR/multi-M-byz-B/NAME.pprof per measured interval.
 
 Errors are counted, never hidden: a call that returns an error, a call that hits
 --call-timeout, and a call still without a result at the end (calls in flight

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -474,14 +475,17 @@ func (b *txnBench) run(ctx context.Context, rc txnRunConfig) (*txnRunResult, err
 	before := b.snapshot(ctx)
 	t0 := time.Now()
 	phase.Store(phaseMeasure)
+	profiles := b.startProfiles(ctx, rc)
 	err := benchWait(ctx, o.duration, prog, rejected, func() { prog.update(time.Since(t0), completed.Load()) })
 	phase.Store(phaseDone)
 	elapsed := time.Since(t0)
 	if err != nil {
+		profiles.wait()
 		return nil, b.rejectedRun(err)
 	}
 	after := b.snapshot(ctx)
 	prog.finish()
+	res.Profiles = profiles.wait()
 	stopByz()
 	byzWG.Wait()
 	drain := min(o.callTimeout, maxDrain)
@@ -504,6 +508,18 @@ func (b *txnBench) run(ctx context.Context, rc txnRunConfig) (*txnRunResult, err
 	res.LoadAvgAfter = loadAvg()
 	res.judge(o)
 	return res, nil
+}
+
+// startProfiles pulls, with --profile, a CPU profile of every replica of
+// the cluster during the measured interval of rc, into a directory of its
+// own under --profile (multi-N-byz-M) since one process measures several.
+func (b *txnBench) startProfiles(ctx context.Context, rc txnRunConfig) *profileRun {
+	groups := make([]*cluster.Group, len(b.c.Groups))
+	for i := range b.c.Groups {
+		groups[i] = &b.c.Groups[i]
+	}
+	dir := filepath.Join(b.o.profileDir, fmt.Sprintf("multi-%d-byz-%d", rc.multiPct, rc.byzPct))
+	return startProfilesIn(ctx, b.c, groups, b.o, dir)
 }
 
 // grace is the recovery grace the correct callers use.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,6 +58,9 @@ type txnRunResult struct {
 	// load beside the numbers.
 	LoadAvgBefore string `json:"loadavg_before"`
 	LoadAvgAfter  string `json:"loadavg_after"`
+	// Profiles names, per replica, the CPU profile written (--profile), or
+	// why there is none.
+	Profiles map[string]string `json:"profiles,omitempty"`
 
 	// Committed counts the correct callers' transactions that committed in
 	// the measured interval (a "guarded" pair counts once), by kind.
@@ -476,6 +481,9 @@ func printTxnRun(w io.Writer, r *txnRunResult) error {
 	if bz := r.Byzantine; bz != nil {
 		rows = append(rows, []string{"Byzantine callers", fmt.Sprintf("%d abandoned (%d voted commit somewhere), %d seen terminated by others (mean %.0f ms after the votes), %d failed sends, %d left to the clean-up, %d still unfinished after it",
 			bz.Abandoned, bz.CommitVoted, bz.SeenTerminated, bz.MeanTerminationMs, bz.SendErrors, bz.LeftPending, bz.LeftUnfinished)})
+	}
+	for _, n := range slices.Sorted(maps.Keys(r.Profiles)) {
+		rows = append(rows, []string{"profile " + n, r.Profiles[n]})
 	}
 	rows = append(rows, []string{"errors", fmt.Sprintf("%d", r.Errors)}, []string{"outcome", outcome})
 	t := tablewriter.NewWriter(w)

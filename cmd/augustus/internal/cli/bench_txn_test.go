@@ -48,6 +48,22 @@ func runTxnBenchJSON(t *testing.T, args ...string) (txnBenchReport, string, stri
 func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 	dir := newTxnTestCluster(t, 2, 6)
 
+	t.Run("--profile covers every replica of every group and says why one is missing", func(t *testing.T) {
+		// The cluster's replicas serve no pprof, so every profile is
+		// "none: ..." with the reason; one entry per replica of both groups.
+		rep, out, stderr, code := runTxnBenchJSON(t, "--dir", dir, "--workload", "A", "--app", "txn", "--load", "--items", "200",
+			"--multi-group", "0", "--clients", "2", "--duration", "1s", "--warmup", "100ms",
+			"--profile", t.TempDir(), "--pprof-base-port", fmt.Sprint(freeBasePort(t, 8)))
+		require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
+		require.Len(t, rep.Runs, 1)
+		require.Len(t, rep.Runs[0].Profiles, 8)
+		for _, name := range []string{"g0r0", "g0r3", "g1r0", "g1r3"} {
+			require.Contains(t, rep.Runs[0].Profiles[name], "none:")
+			require.Contains(t, rep.Runs[0].Profiles[name], "augustus start --pprof")
+		}
+		require.Contains(t, out, "profile g1r2")
+	})
+
 	t.Run("workload A loads, measures both mixes and counts every replica's CPU", func(t *testing.T) {
 		rep, out, stderr, code := runTxnBenchJSON(t, "--dir", dir, "--workload", "A", "--app", "txn", "--load", "--items", "2000",
 			"--multi-group", "0,50", "--clients", "8", "--duration", "1s", "--warmup", "200ms")

@@ -36,8 +36,23 @@ type profileRun struct {
 // min(maxProfile, the measured interval), into o.profileDir. It does
 // nothing without --profile.
 func startProfiles(ctx context.Context, c *cluster.Cluster, g *cluster.Group, o benchOptions) *profileRun {
+	return startProfilesIn(ctx, c, []*cluster.Group{g}, o, o.profileDir)
+}
+
+// startProfilesIn pulls a CPU profile from every replica of groups into
+// dir/NAME.pprof, as startProfiles does. The transaction bench profiles
+// every group of the cluster, one directory per measured interval.
+func startProfilesIn(ctx context.Context, c *cluster.Cluster, groups []*cluster.Group, o benchOptions, dir string) *profileRun {
 	p := &profileRun{out: map[string]string{}}
 	if o.profileDir == "" {
+		return p
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		for _, g := range groups {
+			for _, r := range g.ReplicasByIndex() {
+				p.out[r.Name] = "none: " + err.Error()
+			}
+		}
 		return p
 	}
 	secs := int(min(maxProfile, o.duration) / time.Second)
@@ -48,18 +63,20 @@ func startProfiles(ctx context.Context, c *cluster.Cluster, g *cluster.Group, o 
 	for k, n := range replicaNames(c) {
 		index[n] = k
 	}
-	for _, r := range g.ReplicasByIndex() {
-		addr := pprofAddr(o.pprofBase, index[r.Name])
-		path := filepath.Join(o.profileDir, r.Name+".pprof")
-		p.wg.Go(func() {
-			result := path
-			if err := pullProfile(ctx, addr, secs, path); err != nil {
-				result = "none: " + err.Error()
-			}
-			p.mu.Lock()
-			p.out[r.Name] = result
-			p.mu.Unlock()
-		})
+	for _, g := range groups {
+		for _, r := range g.ReplicasByIndex() {
+			addr := pprofAddr(o.pprofBase, index[r.Name])
+			path := filepath.Join(dir, r.Name+".pprof")
+			p.wg.Go(func() {
+				result := path
+				if err := pullProfile(ctx, addr, secs, path); err != nil {
+					result = "none: " + err.Error()
+				}
+				p.mu.Lock()
+				p.out[r.Name] = result
+				p.mu.Unlock()
+			})
+		}
 	}
 	return p
 }
