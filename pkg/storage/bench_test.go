@@ -198,3 +198,35 @@ func BenchmarkCheckpoint(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBatchGet reads random keys through an indexed batch the way the
+// transaction engine executes a PBFT batch: reads interleaved with writes to
+// the same batch, committed every 100 transactions of 4 reads and 4 writes.
+func BenchmarkBatchGet(b *testing.B) {
+	e := openBench(b)
+	rng := rand.New(rand.NewPCG(1, 1))
+	value := make([]byte, benchValueSize)
+	batch := e.NewIndexedBatch()
+	defer batch.Close()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if _, err := batch.Get(UserData, benchKey(rng.IntN(benchKeys))); err != nil {
+			b.Fatal(err)
+		}
+		n++
+		if n%4 == 0 {
+			for range 4 {
+				if err := batch.Set(UserData, benchKey(rng.IntN(benchKeys)), value); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if n%400 == 0 {
+			if err := e.Commit(batch, false); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+}

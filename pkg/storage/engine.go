@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -81,6 +82,14 @@ type Engine struct {
 
 	snapMu sync.Mutex
 	snaps  map[*Snapshot]struct{}
+	// pointIters holds the batches whose cached point-read iterator is open
+	// (Batch.pointIter), so that Close closes them (under snapMu).
+	pointIters map[*Batch]struct{}
+
+	// replGen counts changes of the committed replicated state (replicated
+	// commits and checkpoint ingestions): a batch's cached point-read
+	// iterator is valid while replGen has not moved since it was opened.
+	replGen atomic.Uint64
 }
 
 // Open opens the store in dir, creating it if needed. A new directory is
@@ -147,6 +156,8 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts:    opts,
 		hasher:  newElementHasher(),
 		snaps:   make(map[*Snapshot]struct{}),
+
+		pointIters: make(map[*Batch]struct{}),
 	}
 	if err := e.loadOrInit(); err != nil {
 		_ = db.Close()
@@ -295,10 +306,20 @@ func (e *Engine) Close() error {
 		snaps = append(snaps, s)
 	}
 	e.snaps = nil
+	iters := make([]*pebble.Iterator, 0, len(e.pointIters))
+	for b := range e.pointIters {
+		iters = append(iters, b.pointIt)
+	}
+	e.pointIters = nil
 	e.snapMu.Unlock()
 	var firstErr error
 	for _, s := range snaps {
 		if err := s.release(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, it := range iters {
+		if err := it.Close(); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
