@@ -51,7 +51,9 @@ type Config struct {
 	// (default 4). Calls that arrive while InFlight envelopes are out wait
 	// and leave together in the next one: fewer, fuller envelopes cost the
 	// replicas fewer signature checks per call (DESIGN.md §3.1), at the price
-	// of waiting for a free slot.
+	// of waiting for a free slot. Below InFlight, a further envelope leaves
+	// while others are out only if it is at least as full as the last one
+	// sent (or full); see Core.Flush.
 	InFlight int
 	// Timeout is the first retransmission timeout (default 1s); it doubles
 	// on each retransmission up to 16 times.

@@ -90,6 +90,10 @@ type Core struct {
 	nextTs      uint64
 	queue       []*call
 	outstanding map[uint64]*pending
+	// lastCalls is the number of calls in the envelope sent last: while
+	// envelopes are out, a new one leaves only when it would be at least
+	// that full (see Flush).
+	lastCalls int
 }
 
 type call struct {
@@ -159,6 +163,20 @@ func (c *Core) low() uint64 {
 }
 
 // Flush packs queued calls into envelopes while the window allows (C1, C2).
+//
+// Fewer, fuller envelopes cost the replicas less per call: every replica
+// verifies every envelope's signature and answers it, and the primary's
+// batches carry fewer, larger requests. So while envelopes are out, the
+// queue leaves as a further envelope (up to InFlight) only once it is at
+// least as full as the envelope sent last, or fills an envelope to its
+// bound; otherwise the calls wait for an outstanding envelope's result. An
+// idle client sends at once (nothing is out), callers that trickle in still
+// pipeline (envelopes of one call each), and a burst of callers settles on
+// a few full envelopes rather than InFlight small ones: on the 2-core
+// reference machine, 64 callers gained about 40 % in calls/s with lower
+// latency (docs/benchmarks/bft.md). The threshold follows the load: after
+// a large envelope, a smaller queue waits at most for one result, and the
+// envelope then sent resets it.
 func (c *Core) Flush(now time.Time) {
 	cfg := &c.cfg
 	for len(c.queue) > 0 && len(c.outstanding) < cfg.InFlight && c.nextTs <= c.low()+uint64(cfg.Window) {
@@ -170,6 +188,12 @@ func (c *Core) Flush(now time.Time) {
 			size += envelopeCallSize(c.queue[n].payload)
 			n++
 		}
+		if len(c.outstanding) > 0 && n == len(c.queue) && n < c.lastCalls {
+			// The whole queue fits in an envelope smaller than the last
+			// one: let it fill until an outstanding envelope returns.
+			break
+		}
+		c.lastCalls = n
 		calls := c.queue[:n:n]
 		c.queue = c.queue[n:]
 		payloads := make([][]byte, len(calls))
