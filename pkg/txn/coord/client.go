@@ -48,6 +48,10 @@ type ClientConfig struct {
 	Registerer prometheus.Registerer
 	// Logger receives anomalies; nil discards.
 	Logger *slog.Logger
+	// Observer, if set, is told what the client does with each transaction
+	// (Config.Observer); it is called on the client's goroutine and must
+	// not block.
+	Observer Observer
 	// Dial opens replica connections (default: TLS, pkg/bft/transport).
 	Dial client.Dialer
 	// DrainTimeout bounds how long Close waits for transactions still
@@ -132,6 +136,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	c.core, err = NewCore(Config{
 		Owner: c.id, Keys: keys, Map: cfg.Map, MapVersion: cfg.MapVersion, Limits: cfg.Limits,
 		Admin: cfg.Admin, Seed: cfg.Seed, Tuning: cfg.Tuning, Metrics: c.metrics, Logger: cfg.Logger,
+		Observer: cfg.Observer,
 	}, (*clientEnv)(c))
 	if err != nil {
 		c.closeGroups()

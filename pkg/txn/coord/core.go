@@ -50,6 +50,9 @@ type Core struct {
 	// transaction does not restart its recovery.
 	recoveries map[txn.TxnID]*run
 	recent     map[txn.TxnID]time.Time
+	// waiters are the retries waiting for a running recovery to finish
+	// (request.retry), by the recovered transaction's id.
+	waiters map[txn.TxnID][]func()
 }
 
 // Handle names a transaction started with Start, for Cancel.
@@ -75,6 +78,7 @@ func NewCore(cfg Config, env Env) (*Core, error) {
 		requests:   make(map[Handle]*request),
 		recoveries: make(map[txn.TxnID]*run),
 		recent:     make(map[txn.TxnID]time.Time),
+		waiters:    make(map[txn.TxnID][]func()),
 	}
 	for _, g := range c.groups {
 		c.held[g] = cfg.MapVersion

@@ -67,11 +67,25 @@ func (c *Core) recoverNamed(named []txn.Named, from bft.GroupID) {
 	}
 }
 
-// recoveryFinished forgets a finished recovery (remembering it for a while).
+// recoveryFinished forgets a finished recovery (remembering it for a while)
+// and lets the retries waiting for it go (request.retry).
 func (c *Core) recoveryFinished(r *run) {
 	if c.recoveries[r.id] == r {
 		delete(c.recoveries, r.id)
 	}
+	if ws := c.waiters[r.id]; ws != nil {
+		delete(c.waiters, r.id)
+		for _, w := range ws {
+			w()
+		}
+	}
 	c.noteRecent(r.id)
 	c.cfg.Metrics.recovery(r.result)
+}
+
+// recovering reports whether this client's recovery of id is past its grace
+// period and terminating the transaction.
+func (c *Core) recovering(id txn.TxnID) bool {
+	r := c.recoveries[id]
+	return r != nil && r.started && !r.finished
 }

@@ -28,11 +28,15 @@ type request struct {
 	refreshOf *bft.GroupID
 
 	attempts, conflicts, refreshes int
-	cur                            *run
-	last                           *run
-	waitingNonce                   bool
-	cancelTimer                    func()
-	completed                      bool
+	// blocker is the pending transaction the last conflict abort named
+	// (hasBlocker: there was one).
+	blocker      txn.TxnID
+	hasBlocker   bool
+	cur          *run
+	last         *run
+	waitingNonce bool
+	cancelTimer  func()
+	completed    bool
 }
 
 // check refuses, before any nonce is spent, what no group would accept.
@@ -142,6 +146,15 @@ func (r *request) retry(a *run, ae *txn.AbortError) bool {
 		// K5: bounded retries with jittered exponential back-off.
 		r.conflicts++
 		c.cfg.Metrics.retry(ae.Reason.String())
+		if id, again := r.blockedAgain(ae); again && c.recovering(id) {
+			// The same pending transaction blocked the retry too, and this
+			// client is terminating it now (K4): until that recovery ends,
+			// a retry could only meet it again and cost the groups another
+			// ordered call. Retry once it ends, or after the longest
+			// back-off if it takes longer.
+			r.retryWhenRecovered(id)
+			return true
+		}
 		r.retryAfter(c.backoff(r.conflicts))
 		return true
 	case txn.ReasonStaleMetadata:
@@ -208,6 +221,42 @@ func (r *request) retryAfter(d time.Duration) {
 		return
 	}
 	r.cancelTimer = r.c.env.AfterFunc(d, r.launch)
+}
+
+// blockedAgain records the pending transaction a conflict abort names (E3
+// names one) and reports whether the previous conflict of this request
+// named the same one.
+func (r *request) blockedAgain(ae *txn.AbortError) (txn.TxnID, bool) {
+	if len(ae.Named) == 0 {
+		r.hasBlocker = false
+		return txn.TxnID{}, false
+	}
+	id := r.c.dom.ID(ae.Named[0].Txn)
+	again := r.hasBlocker && r.blocker == id
+	r.blocker, r.hasBlocker = id, true
+	return id, again
+}
+
+// retryWhenRecovered retries after this client's recovery of id finishes
+// (after a back-off of the first step, so the retries that waited spread
+// out), or, if the recovery takes longer, after the longer of the back-off
+// ceiling and the recovery grace (a recovery takes a few round trips, as an
+// owner finishing its own transaction does).
+func (r *request) retryWhenRecovered(id txn.TxnID) {
+	c := r.c
+	fired := false
+	fire := func() {
+		if fired {
+			return
+		}
+		fired = true
+		if r.cancelTimer != nil {
+			r.cancelTimer()
+		}
+		r.retryAfter(c.backoff(1))
+	}
+	c.waiters[id] = append(c.waiters[id], fire)
+	r.cancelTimer = c.env.AfterFunc(max(c.cfg.Tuning.BackoffMax, c.cfg.Tuning.RecoveryGrace), fire)
 }
 
 // result builds the caller's result from the last attempt.

@@ -101,3 +101,64 @@ func TestK5OnlyConflictsAreRetried(t *testing.T) {
 	require.Equal(t, 0, res.Abort.Op)
 	require.Len(t, rec.sent, n+4, "one attempt each")
 }
+
+// txn.md K4/K5: once this client is terminating the pending transaction a
+// retry met again, the next retry waits for that recovery to end instead of
+// backing off: until the blocker is gone a retry can only meet it again, and
+// each retry is an ordered call. With a 1–2 ms back-off and 10 ms round
+// trips, retrying on regardless sends two attempts into the 20 ms recovery
+// (checked by disabling the wait in request.retry).
+func TestK5RetryThatMeetsItsBlockerAgainWaitsForTheRecovery(t *testing.T) {
+	w := newWorld(t, 2, 11)
+	w.minDelay, w.maxDelay = 5*time.Millisecond, 5*time.Millisecond
+	rec := newRecorder(w)
+	m := NewMetrics(nil)
+	c := w.newClient(50, func(cfg *Config) {
+		observe(rec, m)(cfg)
+		cfg.Tuning.RecoveryGrace = 20 * time.Millisecond
+		cfg.Tuning.MaxRetries = 50
+		cfg.Tuning.BackoffBase, cfg.Tuning.BackoffMax = time.Millisecond, 2*time.Millisecond
+	})
+	byz := w.newRaw(60)
+	_, uid := byz.abandon(txn.NewBuilder().Insert(k0, []byte("u0")).Insert(k1, []byte("u1")), 0)
+	res, err := c.do(txn.NewBuilder().Insert(k0b, []byte("mine")).Write(k0, []byte("mine")))
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+
+	var start, end time.Time
+	for _, cr := range w.callsFor(txn.CallTxn, uid) {
+		if cr.client == c.id && start.IsZero() {
+			start = cr.at // the recovery's first call: its grace is over
+		}
+	}
+	for _, cr := range w.callsFor(txn.CallOutcome, uid) {
+		if cr.client == c.id && cr.at.After(end) {
+			end = cr.at // the recovery's last outcome call
+		}
+	}
+	require.False(t, start.IsZero(), "this client recovered the blocker")
+	require.True(t, end.After(start))
+	// The client's own attempts, as the group received them: its
+	// transaction calls that are not the recovered transaction.
+	var attempts []time.Time
+	for _, cr := range w.calls {
+		if cr.client != c.id || cr.kind != txn.CallTxn {
+			continue
+		}
+		call, err := txn.DecodeCall(cr.payload)
+		require.NoError(t, err)
+		if w.dom.ID(call.Txn) != uid {
+			attempts = append(attempts, cr.at)
+		}
+	}
+	during := 0
+	for _, at := range attempts {
+		if at.After(start) && at.Before(end) {
+			during++
+		}
+	}
+	require.LessOrEqual(t, during, 1, "at most the attempt already out when the recovery started")
+	last := attempts[len(attempts)-1]
+	require.True(t, last.After(end), "the committing attempt follows the recovery")
+	require.Less(t, last.Sub(end), 10*time.Millisecond, "at once, not after a time-out")
+}

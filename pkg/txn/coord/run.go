@@ -38,8 +38,11 @@ type run struct {
 	call    []byte // the transaction call (owner's delivery, or recoverer's copy)
 	parts   []part // one per declared group, in group order
 	from    int    // recoverer: the part whose group named the transaction
-	relayed bool   // recoverer: the relays are out
-	raced   bool   // recoverer: a group had terminated or forgotten it already
+	// started: the recovery's grace period is over and it is terminating
+	// the transaction (recoverers only).
+	started bool
+	relayed bool // recoverer: the relays are out
+	raced   bool // recoverer: a group had terminated or forgotten it already
 
 	decided   bool
 	outcome   txn.Decision
@@ -106,6 +109,7 @@ func (r *run) start() {
 		return
 	}
 	if !r.owner {
+		r.started = true
 		r.askVote(r.from)
 		return
 	}

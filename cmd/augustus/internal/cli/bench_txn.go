@@ -105,7 +105,7 @@ func addTxnBenchFlags(cmd *cobra.Command, o *txnBenchOptions) {
 	fl.DurationVar(&o.recoveryGrace, "recovery-grace", 0, "how long correct callers leave another owner's pending transaction before recovering it (0: the library's default, 100ms)")
 	fl.StringVar(&o.byzClients, "byzantine-clients", "", "client names (cluster.json) for the Byzantine callers, comma-separated (default: the listed clients other than the bench's own)")
 	fl.IntVar(&o.byzPending, "byz-pending", 1, "abandoned transactions a Byzantine caller keeps unterminated at once (the paper: 1)")
-	fl.DurationVar(&o.byzPoll, "byz-poll", 100*time.Millisecond, "how often a Byzantine caller asks whether its abandoned transactions were terminated")
+	fl.DurationVar(&o.byzPoll, "byz-poll", 2*time.Second, "how often a Byzantine caller asks the groups whether its abandoned transactions were terminated (it hears of this process's recoveries at once)")
 	fl.Uint64Var(&o.seed, "seed", 0, "seed of the workload's random choices (0: random)")
 }
 
@@ -146,6 +146,9 @@ type txnBench struct {
 	tags    *tagSource
 	byzKeys []namedKey
 	bank    *bankState
+	// recovered tells the Byzantine callers which of their abandoned
+	// transactions the correct callers terminated (bench_txn_byz.go).
+	recovered *recoveryWatch
 }
 
 // namedKey is a client key with its name in cluster.json.
@@ -214,7 +217,7 @@ func runTxnBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions, 
 	}
 	mixes, _ := parsePercents("multi-group", t.multiGroup)
 	byzs, _ := parsePercents("byzantine", t.byzantine)
-	b := &txnBench{o: o, t: t, stdout: stdout, stderr: stderr, limits: txn.DefaultLimits()}
+	b := &txnBench{o: o, t: t, stdout: stdout, stderr: stderr, limits: txn.DefaultLimits(), recovered: newRecoveryWatch()}
 	if err := b.setup(ctx, mixes, byzs); err != nil {
 		return err
 	}
@@ -369,7 +372,7 @@ func (b *txnBench) setup(ctx context.Context, mixes, byzs []int) error {
 	b.cl, err = coord.NewClient(startCtx, coord.ClientConfig{
 		Cluster: c, Key: b.key, Map: b.pmap, Tuning: tuning, Seed: b.seed, InFlight: o.window,
 		Registerer: b.reg, Logger: slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		GroupTimeout: 500 * time.Millisecond,
+		GroupTimeout: 500 * time.Millisecond, Observer: b.recovered,
 	})
 	if err != nil {
 		return fmt.Errorf("connect to the cluster: %w", err)

@@ -372,7 +372,8 @@ const suiteNotes = `## How these numbers are made
   workload's single-group transaction call.
 - Byzantine callers (Fig. 5) have their own client keys, send multi-group transactions of the workload's
   shape in their own envelopes, collect the votes and abandon them, one unterminated at a time (the paper's
-  setting), and poll the groups with a watermark query to learn when a correct caller recovered them. The
+  setting), and learn from the correct callers' client when one of them recovered an abandoned transaction
+  (or, for terminations elsewhere, from a watermark query to the groups every 2 s). The
   total number of callers is fixed, as in the paper: at 30 % there are 30 % fewer correct callers.
 - This machine has 2 cores shared by every replica of the cluster, the bench client and other work: absolute
   figures are context only; the ratios are measured within one run (the load average is beside each row).
