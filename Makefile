@@ -63,7 +63,12 @@ fuzz: ## fuzz every decoder of network bytes for FUZZTIME each (make fuzz FUZZTI
 	@for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' pkg | xargs -n1 dirname | sort -u); do \
 	  for t in $$($(GO) test -list '^Fuzz' ./$$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$pkg >/dev/null || { echo "FAIL: $$pkg $$t"; exit 1; }; \
+	    out=$$($(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$pkg 2>&1) || { \
+	      echo "$$out" | tail -20; \
+	      if echo "$$out" | grep -q 'Failing input written to'; then echo "FAIL: $$pkg $$t"; exit 1; fi; \
+	      echo "fuzz $$pkg $$t: the fuzzing engine failed without a failing input (seen once under load); running it again"; \
+	      $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$pkg 2>&1 | tail -20; \
+	      [ $${PIPESTATUS[0]} -eq 0 ] || { echo "FAIL: $$pkg $$t"; exit 1; }; }; \
 	  done; done
 
 demo: build ## 2 groups × 4 replicas in ./augustus-demo and a transaction console on them (kill and restart replicas)
