@@ -154,14 +154,43 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	// The client connects to every group and asks each for what it holds
 	// of this client (W3): when that returns, every group answers.
 	readyCtx, cancelReady := context.WithTimeout(ctx, o.readyWait)
+	// A group with more than f replicas that exited (the demo's supervisor
+	// does not restart them: a bad key, a data directory written by another
+	// build) will never answer: say why at once instead of after readyWait.
+	stuckCtx, stuck := context.WithCancelCause(readyCtx)
+	stopWatch := make(chan struct{})
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for {
+			if err := groupsLeftDown(c, sup); err != nil {
+				stuck(err)
+				return
+			}
+			select {
+			case <-stopWatch:
+				return
+			case <-stuckCtx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	reg := prometheus.NewRegistry()
-	cl, err := coord.NewClient(readyCtx, coord.ClientConfig{
+	cl, err := coord.NewClient(stuckCtx, coord.ClientConfig{
 		Cluster: c, Key: key, Map: pmap, Logger: quiet, Registerer: reg,
 		GroupTimeout: 500 * time.Millisecond, DrainTimeout: 5 * time.Second,
 	})
+	close(stopWatch)
+	<-watchDone
+	cause := context.Cause(stuckCtx)
 	cancelReady()
 	if err != nil {
+		var down *groupDownError
+		if errors.As(cause, &down) {
+			return fmt.Errorf("demo: %w (logs in %s; to start a new demo cluster instead, delete %s)", down, logDir, o.dir)
+		}
 		return fmt.Errorf("demo: the groups did not answer within %s (see the logs in %s): %w", o.readyWait, logDir, err)
 	}
 	// Close lets the console's last transaction finish terminating before
@@ -264,6 +293,35 @@ func checkPortsFree(c *cluster.Cluster) error {
 				}
 				_ = lis.Close()
 			}
+		}
+	}
+	return nil
+}
+
+// groupDownError: a group has more than f replicas that exited and are not
+// restarted, so it cannot answer until someone fixes them.
+type groupDownError struct {
+	group   int
+	reasons []string
+}
+
+func (e *groupDownError) Error() string {
+	return fmt.Sprintf("group %d cannot answer: more than f of its replicas exited at start-up: %s",
+		e.group, strings.Join(e.reasons, "; "))
+}
+
+// groupsLeftDown returns a *groupDownError for the first group with more
+// than f replicas stopped (supervisor.Stopped), or nil.
+func groupsLeftDown(c *cluster.Cluster, sup *supervisor) error {
+	for _, g := range c.Groups {
+		var reasons []string
+		for _, r := range g.ReplicasByIndex() {
+			if why, down := sup.Stopped(r.Name); down {
+				reasons = append(reasons, r.Name+": "+why)
+			}
+		}
+		if len(reasons) > c.F {
+			return &groupDownError{group: int(g.ID), reasons: reasons}
 		}
 	}
 	return nil

@@ -136,3 +136,29 @@ func TestDemoRejectsNonsenseDurationsAndPorts(t *testing.T) {
 		require.True(t, os.IsNotExist(err), "nothing created")
 	}
 }
+
+// A reused demo directory whose group cannot start (here: more than f of
+// group 0's data directories are files, as a store another build wrote
+// would fail too) fails at once with each replica's reason and how to start
+// over, not after the whole wait for the groups.
+func TestDemoSaysAtOnceWhyAGroupCannotStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	base := freeBasePort(t, 24)
+	code, _, stderr := runMain(t, "init", "--dir", dir, "--groups", "2", "--base-port", fmt.Sprint(base))
+	require.Equal(t, 0, code, stderr)
+	for _, name := range []string{"g0r0", "g0r1"} {
+		p := filepath.Join(dir, "data", name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte("not a store"), 0o644))
+	}
+	var out, errb syncBuffer
+	start := time.Now()
+	err := runDemo(context.Background(), strings.NewReader(""), &out, &errb, demoOptions{
+		dir: dir, groups: 2, basePort: base, callTimeout: time.Second, readyWait: time.Minute, grace: 5 * time.Second})
+	require.Error(t, err)
+	require.Less(t, time.Since(start), 30*time.Second, "not after the minute of waiting")
+	require.ErrorContains(t, err, "group 0 cannot answer")
+	require.ErrorContains(t, err, "g0r0: ")
+	require.ErrorContains(t, err, "g0r1: ")
+	require.ErrorContains(t, err, "delete "+dir)
+}

@@ -413,6 +413,35 @@ func (s *supervisor) Down(name string) (string, bool) {
 	return sl.down, true
 }
 
+// Stopped reports whether name is not running and will not be restarted by
+// the supervisor — left down after failing at start-up, or exited on its
+// own under a policy that does not restart it — and why (the last line it
+// printed, or its exit status). A replica stopped on purpose (Stop, Kill)
+// does not count.
+func (s *supervisor) Stopped(name string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.slots[name]
+	if sl == nil {
+		return "", false
+	}
+	if sl.down != "" {
+		return sl.down, true
+	}
+	c := sl.cur
+	if c == nil || !isDone(c) || c.expected || sl.pending != nil {
+		return "", false
+	}
+	why := ""
+	if exitedWithStatus(c.err) {
+		why = c.tail.Last()
+	}
+	if why == "" {
+		why = describeExit(c.err)
+	}
+	return why, true
+}
+
 // Idle reports whether no child runs and no restart is pending: nothing
 // will happen until someone starts a replica by hand.
 func (s *supervisor) Idle() bool {
