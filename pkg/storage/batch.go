@@ -182,11 +182,7 @@ func (b *Batch) Get(ks Keyspace, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: get in %s: %w", ks, err)
 	}
-	out := bytes.Clone(v)
-	if out == nil {
-		out = []byte{}
-	}
-	return out, nil
+	return cloneValue(v), nil
 }
 
 // pointIter returns the batch's cached point-read iterator, opening it if
@@ -211,7 +207,7 @@ func (b *Batch) pointIter() (*pebble.Iterator, error) {
 			_ = it.Close()
 			return nil, ErrClosed
 		}
-		b.e.pointIters[b] = struct{}{}
+		b.e.pointIters[b] = it
 		b.e.snapMu.Unlock()
 		b.pointIt, b.pointGen, b.pointLen = it, gen, b.b.Len()
 		return it, nil

@@ -107,3 +107,21 @@ func TestEngineCloseClosesABatchsOpenReadIterator(t *testing.T) {
 	err = b.Close()
 	require.True(t, err == nil || errors.Is(err, ErrClosed), "batch close after engine close: %v", err)
 }
+
+// A batch closed by its goroutine while the engine closes from another: the
+// iterator is closed exactly once, by one of them, and nothing races (run
+// with -race).
+func TestBatchAndEngineCloseConcurrentlyWithAnOpenReadIterator(t *testing.T) {
+	for range 20 {
+		e := openMem(t)
+		commit(t, e, false, func(b *Batch) { require.NoError(t, b.Set(UserData, []byte("k"), []byte("v"))) })
+		b := e.NewIndexedBatch()
+		_, err := b.Get(UserData, []byte("k"))
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() { done <- b.Close() }()
+		require.NoError(t, e.Close())
+		err = <-done
+		require.True(t, err == nil || errors.Is(err, ErrClosed), "batch close: %v", err)
+	}
+}

@@ -82,9 +82,11 @@ type Engine struct {
 
 	snapMu sync.Mutex
 	snaps  map[*Snapshot]struct{}
-	// pointIters holds the batches whose cached point-read iterator is open
-	// (Batch.pointIter), so that Close closes them (under snapMu).
-	pointIters map[*Batch]struct{}
+	// pointIters holds the open cached point-read iterators, by batch
+	// (Batch.pointIter), so that Close closes them (under snapMu). Close
+	// reads the iterators here, never the batches' fields, which their
+	// own goroutines change.
+	pointIters map[*Batch]*pebble.Iterator
 
 	// replGen counts changes of the committed replicated state (replicated
 	// commits and checkpoint ingestions): a batch's cached point-read
@@ -157,7 +159,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		hasher:  newElementHasher(),
 		snaps:   make(map[*Snapshot]struct{}),
 
-		pointIters: make(map[*Batch]struct{}),
+		pointIters: make(map[*Batch]*pebble.Iterator),
 	}
 	if err := e.loadOrInit(); err != nil {
 		_ = db.Close()
@@ -307,8 +309,8 @@ func (e *Engine) Close() error {
 	}
 	e.snaps = nil
 	iters := make([]*pebble.Iterator, 0, len(e.pointIters))
-	for b := range e.pointIters {
-		iters = append(iters, b.pointIt)
+	for _, it := range e.pointIters {
+		iters = append(iters, it)
 	}
 	e.pointIters = nil
 	e.snapMu.Unlock()
@@ -445,14 +447,21 @@ func getCopy(r pebbleReader, k []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := bytes.Clone(v)
-	if out == nil {
-		out = []byte{}
-	}
+	out := cloneValue(v)
 	if err := closer.Close(); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// cloneValue copies a value pebble returned, which is valid only until its
+// iterator or closer moves on; an empty value stays non-nil.
+func cloneValue(v []byte) []byte {
+	out := bytes.Clone(v)
+	if out == nil {
+		out = []byte{}
+	}
+	return out
 }
 
 func get(r pebbleReader, ks Keyspace, key []byte) ([]byte, error) {
