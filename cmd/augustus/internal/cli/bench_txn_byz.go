@@ -260,6 +260,11 @@ func (bc *byzCaller) close() {
 	for _, gc := range bc.conns {
 		_ = gc.Close()
 	}
+	// What it left pending is the clean-up's (finishOwner), not the
+	// correct callers': stop watching it.
+	for _, a := range bc.out {
+		bc.b.recovered.forget(a.id)
+	}
 }
 
 // run abandons transactions until ctx ends.
@@ -289,16 +294,23 @@ func (bc *byzCaller) run(ctx context.Context) {
 }
 
 // terminated records that the correct callers terminated the abandoned
-// transaction id.
+// transaction id (recoveryWatch).
 func (bc *byzCaller) terminated(id txn.TxnID) {
+	bc.keepOut(func(a abandoned) bool { return a.id != id })
+}
+
+// keepOut keeps the abandoned transactions pending says are still pending,
+// and counts the others as seen terminated by others.
+func (bc *byzCaller) keepOut(pending func(abandoned) bool) {
 	keep := bc.out[:0]
 	for _, a := range bc.out {
-		if a.id == id {
-			bc.stats.SeenTerminated++
-			bc.termSum += time.Since(a.voted)
+		if pending(a) {
+			keep = append(keep, a)
 			continue
 		}
-		keep = append(keep, a)
+		bc.stats.SeenTerminated++
+		bc.termSum += time.Since(a.voted)
+		bc.b.recovered.forget(a.id)
 	}
 	bc.out = keep
 }
@@ -369,8 +381,8 @@ func (bc *byzCaller) abandonOne(ctx context.Context) {
 
 // poll asks the groups of the abandoned transactions whether they are
 // terminated there: a record in state terminated, or no record (deleted
-// after its termination, W2). It reports whether one was.
-func (bc *byzCaller) poll(ctx context.Context) bool {
+// after its termination, W2).
+func (bc *byzCaller) poll(ctx context.Context) {
 	from := bc.out[0].nonce
 	var gs []bft.GroupID
 	for _, a := range bc.out {
@@ -395,25 +407,14 @@ func (bc *byzCaller) poll(ctx context.Context) bool {
 	}
 	wg.Wait()
 	bc.stats.Polls++
-	keep := bc.out[:0]
-	for _, a := range bc.out {
-		done := true
+	bc.keepOut(func(a abandoned) bool {
 		for _, g := range a.groups {
 			if open[g] == nil || open[g][a.nonce] {
-				done = false
+				return true
 			}
 		}
-		if done {
-			bc.stats.SeenTerminated++
-			bc.termSum += time.Since(a.voted)
-			bc.b.recovered.forget(a.id)
-			continue
-		}
-		keep = append(keep, a)
-	}
-	progress := len(keep) < len(bc.out)
-	bc.out = keep
-	return progress
+		return false
+	})
 }
 
 // queryGroup returns the nonces from `from` that group g does not show

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -482,9 +480,7 @@ func printTxnRun(w io.Writer, r *txnRunResult) error {
 		rows = append(rows, []string{"Byzantine callers", fmt.Sprintf("%d abandoned (%d voted commit somewhere), %d seen terminated by others (mean %.0f ms after the votes), %d failed sends, %d left to the clean-up, %d still unfinished after it",
 			bz.Abandoned, bz.CommitVoted, bz.SeenTerminated, bz.MeanTerminationMs, bz.SendErrors, bz.LeftPending, bz.LeftUnfinished)})
 	}
-	for _, n := range slices.Sorted(maps.Keys(r.Profiles)) {
-		rows = append(rows, []string{"profile " + n, r.Profiles[n]})
-	}
+	rows = append(rows, profileRows(r.Profiles)...)
 	rows = append(rows, []string{"errors", fmt.Sprintf("%d", r.Errors)}, []string{"outcome", outcome})
 	t := tablewriter.NewWriter(w)
 	t.Header("result", "value")

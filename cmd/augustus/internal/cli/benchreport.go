@@ -80,11 +80,7 @@ func printBench(w io.Writer, r *benchResult) error {
 				r.ReplicaCPUMsPerBatchByReplica[n], perCall, 100*r.ReplicaCPUSeconds[n]/r.MeasuredSecs)})
 		}
 	}
-	if len(r.Profiles) > 0 {
-		for _, n := range slices.Sorted(maps.Keys(r.Profiles)) {
-			rows = append(rows, []string{"profile " + n, r.Profiles[n]})
-		}
-	}
+	rows = append(rows, profileRows(r.Profiles)...)
 	rows = append(rows, [][]string{
 		{"bench client CPU", fmt.Sprintf("%.3f ms/call (%.2fs)", r.ClientCPUMsPerCall, r.ClientCPUSeconds)},
 		{"retransmissions", fmt.Sprintf("%.0f", r.Retransmissions)},

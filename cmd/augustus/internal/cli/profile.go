@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,4 +121,14 @@ func pullProfile(ctx context.Context, addr string, secs int, path string) error 
 		return fmt.Errorf("%s: %w", url, err)
 	}
 	return f.Close()
+}
+
+// profileRows are a report's rows for --profile: per replica, in name
+// order, the profile written or why there is none.
+func profileRows(profiles map[string]string) [][]string {
+	var rows [][]string
+	for _, n := range slices.Sorted(maps.Keys(profiles)) {
+		rows = append(rows, []string{"profile " + n, profiles[n]})
+	}
+	return rows
 }
