@@ -37,6 +37,11 @@ type Batch struct {
 	pointIt  *pebble.Iterator
 	pointGen uint64
 	pointLen int
+
+	// olds remembers the committed values the batch's point reads of
+	// replicated keys returned, for the commit's digest update
+	// (oldvalues.go).
+	olds oldValues
 }
 
 // NewBatch returns an empty write-only batch.
@@ -176,12 +181,14 @@ func (b *Batch) Get(ks Keyspace, key []byte) ([]byte, error) {
 		if err := it.Error(); err != nil {
 			return nil, fmt.Errorf("storage: get in %s: %w", ks, err)
 		}
+		b.olds.read(b.pointGen, b.count, ks, key, nil, false)
 		return nil, ErrNotFound
 	}
 	v, err := it.ValueAndErr()
 	if err != nil {
 		return nil, fmt.Errorf("storage: get in %s: %w", ks, err)
 	}
+	b.olds.read(b.pointGen, b.count, ks, key, v, true)
 	return cloneValue(v), nil
 }
 
@@ -246,7 +253,17 @@ func (b *Batch) Scan(ks Keyspace, start, end []byte, limit int, fn func(key, val
 		return err
 	}
 	defer b.e.release()
-	return scan(b.b, ks, start, end, limit, fn)
+	if !ks.Replicated() {
+		return scan(b.b, ks, start, end, limit, fn)
+	}
+	// The entries returned are remembered like point reads (oldvalues.go);
+	// the generation is taken before the iterator is opened, so a commit
+	// in between only makes the memo look older than it is.
+	gen, writes := b.e.replGen.Load(), b.count
+	return scan(b.b, ks, start, end, limit, func(key, value []byte) error {
+		b.olds.read(gen, writes, ks, key, value, true)
+		return fn(key, value)
+	})
 }
 
 // readable acquires the engine for a read through the batch.
@@ -279,6 +296,7 @@ func (b *Batch) Reset() {
 		b.b.Reset()
 	}
 	b.replicated, b.committed, b.poisoned, b.count = false, false, false, 0
+	b.olds.reset()
 }
 
 // Close releases the batch. Writes after Close return ErrClosed.
@@ -292,6 +310,7 @@ func (b *Batch) Close() error {
 		err = b.b.Close()
 	}
 	b.b = nil
+	b.olds = oldValues{}
 	if err != nil {
 		return fmt.Errorf("storage: close batch: %w", err)
 	}
@@ -347,6 +366,7 @@ func (e *Engine) Commit(b *Batch, sync bool) error {
 type replOp struct {
 	key, value []byte
 	del        bool
+	pos        int // among the batch's writes
 }
 
 // commitReplicated computes the digest delta of b against the committed
@@ -357,7 +377,7 @@ func (e *Engine) commitReplicated(b *Batch, wo *pebble.WriteOptions) (int, error
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	next := e.digest
-	if err := e.applyDelta(&next, b.b); err != nil {
+	if err := e.applyDelta(&next, b); err != nil {
 		return 0, err
 	}
 	op := b.b.SetDeferred(len(digestKey), DigestSize)
@@ -387,7 +407,8 @@ func (e *Engine) commitReplicated(b *Batch, wo *pebble.WriteOptions) (int, error
 // applyDelta updates d by the effect of the replicated writes of b on the
 // committed state. For every key b writes, only its committed value and its
 // value after the batch matter: the first is subtracted, the second added.
-func (e *Engine) applyDelta(d *Digest, b *pebble.Batch) error {
+func (e *Engine) applyDelta(d *Digest, batch *Batch) error {
+	b := batch.b
 	ops := e.ops[:0]
 	defer func() {
 		clear(ops) // drop references to the batch
@@ -399,6 +420,9 @@ func (e *Engine) applyDelta(d *Digest, b *pebble.Batch) error {
 	}()
 	r := b.Reader()
 	sorted := true
+	// pos is the position of each write among the batch's writes (Batch.count
+	// counts them in the same order), for the memo of its reads.
+	pos := -1
 	for {
 		kind, ukey, value, ok, err := r.Next()
 		if err != nil {
@@ -407,6 +431,7 @@ func (e *Engine) applyDelta(d *Digest, b *pebble.Batch) error {
 		if !ok {
 			break
 		}
+		pos++
 		if len(ukey) == 0 || !Keyspace(ukey[0]).Replicated() {
 			continue
 		}
@@ -421,37 +446,53 @@ func (e *Engine) applyDelta(d *Digest, b *pebble.Batch) error {
 		if n := len(ops); n > 0 && bytes.Compare(ops[n-1].key, ukey) >= 0 {
 			sorted = false
 		}
-		ops = append(ops, replOp{key: ukey, value: value, del: del})
+		ops = append(ops, replOp{key: ukey, value: value, del: del, pos: pos})
 	}
 	if !sorted {
 		// Stable: among writes of one key, the last one wins.
 		slices.SortStableFunc(ops, func(a, b replOp) int { return bytes.Compare(a.key, b.key) })
 	}
 
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: replicatedDataLower, UpperBound: replicatedDataUpper})
-	if err != nil {
-		return fmt.Errorf("read old values: %w", err)
-	}
+	// The committed values the batch's reads saw, if the committed state is
+	// still the one they were read from (the caller holds commitMu, which
+	// every change of it holds); the others are sought with an iterator
+	// opened on the first need.
+	gen := e.replGen.Load()
+	var it *pebble.Iterator
+	defer func() {
+		if it != nil {
+			_ = it.Close()
+		}
+	}()
 	for i := 0; i < len(ops); {
 		j := i
 		for j+1 < len(ops) && bytes.Equal(ops[j+1].key, ops[i].key) {
 			j++
 		}
-		last := &ops[j]
+		first, last := &ops[i], &ops[j] // the stable sort kept the batch's order
 		i = j + 1
 		ks, key := Keyspace(last.key[0]), last.key[1:]
-		var old []byte
-		found := it.SeekGE(last.key) && bytes.Equal(it.Key(), last.key)
-		if !found {
-			if err := it.Error(); err != nil {
-				_ = it.Close()
-				return fmt.Errorf("read old value in %s: %w", ks, err)
+		old, found, known := batch.olds.lookup(gen, last.key, first.pos)
+		if !known {
+			if it == nil {
+				var err error
+				if it, err = e.db.NewIter(&pebble.IterOptions{LowerBound: replicatedDataLower, UpperBound: replicatedDataUpper}); err != nil {
+					return fmt.Errorf("read old values: %w", err)
+				}
 			}
-		} else {
-			if old, err = it.ValueAndErr(); err != nil {
-				_ = it.Close()
-				return fmt.Errorf("read old value in %s: %w", ks, err)
+			e.deltaSeeks.Add(1)
+			if found = it.SeekGE(last.key) && bytes.Equal(it.Key(), last.key); !found {
+				if err := it.Error(); err != nil {
+					return fmt.Errorf("read old value in %s: %w", ks, err)
+				}
+			} else {
+				var err error
+				if old, err = it.ValueAndErr(); err != nil {
+					return fmt.Errorf("read old value in %s: %w", ks, err)
+				}
 			}
+		}
+		if found {
 			if !last.del && bytes.Equal(old, last.value) {
 				continue
 			}
@@ -461,8 +502,12 @@ func (e *Engine) applyDelta(d *Digest, b *pebble.Batch) error {
 			d.addLanes(e.hasher.expand(ks, key, last.value))
 		}
 	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("read old values: %w", err)
+	if it != nil {
+		err := it.Close()
+		it = nil
+		if err != nil {
+			return fmt.Errorf("read old values: %w", err)
+		}
 	}
 	return nil
 }

@@ -125,3 +125,92 @@ func TestBatchAndEngineCloseConcurrentlyWithAnOpenReadIterator(t *testing.T) {
 		require.True(t, err == nil || errors.Is(err, ErrClosed), "batch close: %v", err)
 	}
 }
+
+// A commit takes the committed values of the keys it writes from the
+// batch's own earlier reads (oldvalues.go) when the committed state has not
+// changed since: the digest must still be exactly the recomputed one, with
+// other batches committing between the reads and the commit, keys written
+// before being read, written, deleted and rewritten, and reads after own
+// writes (which return the batch's value, not the committed one), through
+// point reads and scans.
+func TestCommitDigestFromTheBatchsOwnReadsEqualsRecomputation(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		e := openMem(t)
+		b := e.NewIndexedBatch()
+		defer b.Close()
+		key := func() []byte { return fmt.Appendf(nil, "k%d", rapid.IntRange(0, 8).Draw(rt, "key")) }
+		for step := range rapid.IntRange(1, 100).Draw(rt, "steps") {
+			switch rapid.IntRange(0, 7).Draw(rt, "op") {
+			case 7: // a scan's entries are remembered too
+				require.NoError(rt, b.Scan(UserData, key(), nil, rapid.IntRange(0, 4).Draw(rt, "limit"), func(k, v []byte) error { return nil }))
+			case 0:
+				require.NoError(rt, b.Set(UserData, key(), fmt.Appendf(nil, "b%d", step)))
+			case 1:
+				require.NoError(rt, b.Delete(UserData, key()))
+			case 2:
+				k, v := key(), fmt.Appendf(nil, "o%d", step)
+				commit(t, e, false, func(o *Batch) { require.NoError(rt, o.Set(UserData, k, v)) })
+			case 3:
+				k := key()
+				commit(t, e, false, func(o *Batch) { require.NoError(rt, o.Delete(UserData, k)) })
+			case 4:
+				require.NoError(rt, e.Commit(b, false))
+				b.Reset()
+				got, err := e.Digest()
+				require.NoError(rt, err)
+				want, err := e.RecomputeDigest()
+				require.NoError(rt, err)
+				require.Equal(rt, want, got, "digest after the batch's commit at step %d", step)
+			default:
+				_, err := b.Get(UserData, key())
+				if err != nil {
+					require.ErrorIs(rt, err, ErrNotFound)
+				}
+			}
+		}
+	})
+}
+
+// The point of the memo: a transaction that read every key it writes
+// commits without seeking any committed value again; a key it did not read,
+// or one read before another batch committed, is sought.
+func TestCommitSeeksOnlyTheOldValuesTheBatchDidNotRead(t *testing.T) {
+	e := openMem(t)
+	commit(t, e, false, func(o *Batch) {
+		for _, k := range []string{"a", "b", "c"} {
+			require.NoError(t, o.Set(UserData, []byte(k), []byte("v0")))
+		}
+	})
+	b := e.NewIndexedBatch()
+	defer b.Close()
+	for _, k := range []string{"a", "b", "x"} { // x is absent
+		_, err := b.Get(UserData, []byte(k))
+		if k == "x" {
+			require.ErrorIs(t, err, ErrNotFound)
+		} else {
+			require.NoError(t, err)
+		}
+	}
+	for _, k := range []string{"a", "b", "x"} {
+		require.NoError(t, b.Set(UserData, []byte(k), []byte("v1")))
+	}
+	before := e.deltaSeeks.Load()
+	require.NoError(t, e.Commit(b, false))
+	require.Equal(t, before, e.deltaSeeks.Load(), "every written key was read: no seek")
+	b.Reset()
+
+	// c was not read; a was read, then another batch committed.
+	_, err := b.Get(UserData, []byte("a"))
+	require.NoError(t, err)
+	commit(t, e, false, func(o *Batch) { require.NoError(t, o.Set(UserData, []byte("z"), []byte("v"))) })
+	require.NoError(t, b.Set(UserData, []byte("a"), []byte("v2")))
+	require.NoError(t, b.Set(UserData, []byte("c"), []byte("v2")))
+	before = e.deltaSeeks.Load()
+	require.NoError(t, e.Commit(b, false))
+	require.Equal(t, before+2, e.deltaSeeks.Load())
+	got, err := e.Digest()
+	require.NoError(t, err)
+	want, err := e.RecomputeDigest()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}

@@ -92,6 +92,9 @@ type Engine struct {
 	// commits and checkpoint ingestions): a batch's cached point-read
 	// iterator is valid while replGen has not moved since it was opened.
 	replGen atomic.Uint64
+	// deltaSeeks counts the committed values the digest updates had to seek
+	// (those the batch's own reads did not give, oldvalues.go); for tests.
+	deltaSeeks atomic.Uint64
 }
 
 // Open opens the store in dir, creating it if needed. A new directory is
