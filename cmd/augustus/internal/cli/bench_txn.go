@@ -105,7 +105,7 @@ func addTxnBenchFlags(cmd *cobra.Command, o *txnBenchOptions) {
 	fl.DurationVar(&o.recoveryGrace, "recovery-grace", 0, "how long correct callers leave another owner's pending transaction before recovering it (0: the library's default, 100ms)")
 	fl.StringVar(&o.byzClients, "byzantine-clients", "", "client names (cluster.json) for the Byzantine callers, comma-separated (default: the listed clients other than the bench's own)")
 	fl.IntVar(&o.byzPending, "byz-pending", 1, "abandoned transactions a Byzantine caller keeps unterminated at once (the paper: 1)")
-	fl.DurationVar(&o.byzPoll, "byz-poll", 2*time.Second, "how often a Byzantine caller asks the groups whether its abandoned transactions were terminated (it hears of this process's recoveries at once)")
+	fl.DurationVar(&o.byzPoll, "byz-poll", 30*time.Second, "how often a Byzantine caller asks the groups whether its abandoned transactions were terminated by another process (it hears of this process's recoveries at once; each poll is an ordered call in an envelope of its own)")
 	fl.Uint64Var(&o.seed, "seed", 0, "seed of the workload's random choices (0: random)")
 }
 

@@ -522,13 +522,22 @@ type fig5Row struct {
 }
 
 // fig5Rows builds the table when some run had Byzantine callers and a run
-// of the same mix had none.
+// of the same mix had none. The loss is against the mean of the runs
+// without Byzantine callers at that mix: "--byzantine 0,10,20,30,0" measures
+// the baseline before and after, so that a drift of the machine or of the
+// store (compactions after a load) during the series does not pass for a
+// loss or a gain.
 func fig5Rows(runs []*txnRunResult) []fig5Row {
-	base := map[int]float64{}
+	sum, n := map[int]float64{}, map[int]int{}
 	for _, r := range runs {
 		if r.ByzantinePct == 0 {
-			base[r.MultiGroupPct] = r.TxnPerSecond
+			sum[r.MultiGroupPct] += r.TxnPerSecond
+			n[r.MultiGroupPct]++
 		}
+	}
+	base := map[int]float64{}
+	for mix, s := range sum {
+		base[mix] = s / float64(n[mix])
 	}
 	var rows []fig5Row
 	byz := false

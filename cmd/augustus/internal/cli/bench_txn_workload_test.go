@@ -281,3 +281,17 @@ func TestLargeAndSmallValueWorkloadsNeverShareAKey(t *testing.T) {
 		}
 	}
 }
+
+func TestFig5LossIsAgainstTheMeanOfTheRunsWithoutByzantineCallers(t *testing.T) {
+	// "--byzantine 0,30,0": the baseline before and after the series.
+	runs := []*txnRunResult{
+		{MultiGroupPct: 20, ByzantinePct: 0, TxnPerSecond: 900},
+		{MultiGroupPct: 20, ByzantinePct: 30, TxnPerSecond: 950},
+		{MultiGroupPct: 20, ByzantinePct: 0, TxnPerSecond: 1100},
+	}
+	rows := fig5Rows(runs)
+	require.Len(t, rows, 3)
+	require.InDelta(t, 10, rows[0].LossPct, 1e-9)
+	require.InDelta(t, 5, rows[1].LossPct, 1e-9)
+	require.InDelta(t, -10, rows[2].LossPct, 1e-9)
+}
