@@ -19,6 +19,9 @@ type Keys struct {
 	groups map[bft.GroupID]ReplicaVerifier
 	ids    []bft.GroupID
 	admins map[[OwnerSize]byte]ed25519.PublicKey
+	// sink, on a copy made by Deferring, receives the replica signature
+	// checks instead of performing them (sigbatch.go).
+	sink *SigBatch
 }
 
 // ReplicaVerifier checks the signatures of one group's replicas. An
@@ -155,6 +158,12 @@ func (k *Keys) verifySigs(gs *GroupSigs, msg []byte, what string) error {
 		return err
 	}
 	for _, s := range gs.Sigs {
+		if k.sink != nil {
+			if err := k.sink.add(gs.Group, v, s.Replica, msg, s.Sig[:]); err != nil {
+				return fmt.Errorf("%w: %s of group %d: %w", ErrSignature, what, gs.Group, err)
+			}
+			continue
+		}
 		if err := v.VerifyReplica(s.Replica, msg, s.Sig[:]); err != nil {
 			return fmt.Errorf("%w: %s of group %d: %w", ErrSignature, what, gs.Group, err)
 		}

@@ -23,8 +23,9 @@ type Application interface {
 	// Validate checks one call without state: decoding, size limits, the
 	// certificates it carries. It is deterministic and safe for concurrent
 	// use; the runtime calls it before the primary batches a request and
-	// before a backup prepares a batch (pbft.md N2), never on the execution
-	// path. A request with an invalid call is rejected whole.
+	// before a backup prepares a batch (pbft.md N2); its verdict is cached
+	// for the execution (ValidationCache). An invalid call executes as a
+	// rejection of that call alone (validate.go).
 	Validate(call []byte) error
 	// Execute executes the calls of one committed batch in order,
 	// deterministically, reading and writing the replicated keyspaces it owns

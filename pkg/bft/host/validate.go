@@ -40,6 +40,69 @@ func NewValidationCache(n int) *ValidationCache {
 	return &ValidationCache{max: n, m: make(map[[32]byte]string)}
 }
 
+// CallsValidator is an Application that validates several calls together
+// for less than one at a time — the transaction engine checks the signatures
+// of every certificate an envelope carries in one batch verification.
+// ValidateCalls returns one error per call, each exactly what Validate
+// returns for it, so a verdict does not depend on the calls that travelled
+// with it.
+type CallsValidator interface {
+	ValidateCalls(calls [][]byte) []error
+}
+
+// reasonOf is the verdict of Validate's error.
+func reasonOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	if r := err.Error(); r != "" {
+		return r
+	}
+	return "invalid call"
+}
+
+// Verdicts computes and caches the verdicts of an envelope's calls that the
+// cache does not hold, together through CallsValidator when app is one.
+func (c *ValidationCache) Verdicts(app Application, calls [][]byte) {
+	cv, ok := app.(CallsValidator)
+	if !ok || len(calls) < 2 {
+		for _, call := range calls {
+			c.Verdict(app, call)
+		}
+		return
+	}
+	missing := calls
+	var keys [][32]byte
+	if c != nil {
+		missing = make([][]byte, 0, len(calls))
+		for _, call := range calls {
+			key := sha256.Sum256(call)
+			c.mu.Lock()
+			_, hit := c.m[key]
+			c.mu.Unlock()
+			if !hit {
+				missing = append(missing, call)
+				keys = append(keys, key)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	errs := cv.ValidateCalls(missing)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range missing {
+		if len(c.m) >= c.max {
+			clear(c.m)
+		}
+		c.m[keys[i]] = reasonOf(errs[i])
+	}
+}
+
 // Verdict returns "" if app accepts call, or the reason it rejects it.
 func (c *ValidationCache) Verdict(app Application, call []byte) string {
 	var key [32]byte
@@ -52,13 +115,7 @@ func (c *ValidationCache) Verdict(app Application, call []byte) string {
 			return v
 		}
 	}
-	var reason string
-	if err := app.Validate(call); err != nil {
-		reason = err.Error()
-		if reason == "" {
-			reason = "invalid call"
-		}
-	}
+	reason := reasonOf(app.Validate(call))
 	if c != nil {
 		c.mu.Lock()
 		if len(c.m) >= c.max {
@@ -79,8 +136,6 @@ func ValidateEnvelope(app Application, cache *ValidationCache, payload []byte) e
 	if err != nil {
 		return err
 	}
-	for _, c := range calls {
-		cache.Verdict(app, c)
-	}
+	cache.Verdicts(app, calls)
 	return nil
 }

@@ -72,3 +72,42 @@ func TestInvalidCallFailsAloneInItsEnvelope(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rejected, rejected2)
 }
+
+// batchApp is an oddApp that also validates calls together, counting how
+// often each way is used.
+type batchApp struct {
+	oddApp
+	batches, batched int
+}
+
+func (a *batchApp) ValidateCalls(calls [][]byte) []error {
+	a.batches++
+	a.batched += len(calls)
+	out := make([]error, len(calls))
+	for i, c := range calls {
+		out[i] = a.oddApp.Validate(c)
+	}
+	return out
+}
+
+// An application that validates calls together (CallsValidator) gets the
+// calls of an envelope the cache does not hold in one ValidateCalls, and
+// the verdicts it gives are the ones execution later reads from the cache.
+func TestEnvelopeCallsAreValidatedTogetherWhenTheAppCan(t *testing.T) {
+	singles := 0
+	app := &batchApp{oddApp: oddApp{validated: &singles}}
+	cache := NewValidationCache(0)
+	require.NoError(t, ValidateEnvelope(app, cache, envelope.EncodeCalls([][]byte{[]byte("ab"), []byte("abc")})))
+	require.Equal(t, 1, app.batches)
+	require.Equal(t, 2, app.batched)
+	// A second envelope with one call already known: only the new ones.
+	require.NoError(t, ValidateEnvelope(app, cache, envelope.EncodeCalls([][]byte{[]byte("ab"), []byte("xyz"), []byte("wxyz")})))
+	require.Equal(t, 2, app.batches)
+	require.Equal(t, 4, app.batched)
+	before := singles
+	require.Equal(t, "", cache.Verdict(app, []byte("ab")))
+	require.Equal(t, "odd call", cache.Verdict(app, []byte("abc")))
+	require.Equal(t, "odd call", cache.Verdict(app, []byte("xyz")))
+	require.Equal(t, "", cache.Verdict(app, []byte("wxyz")))
+	require.Equal(t, before, singles, "the verdicts came from the cache")
+}

@@ -192,3 +192,42 @@ func BenchmarkExecuteAndCommitWorkloadA(b *testing.B) {
 		_ = batch.Close()
 	}
 }
+
+// One envelope's worth of outcome calls (32 COMMIT certificates of 2 groups,
+// f=1) validated at group 0: one by one with Validate, and together with
+// ValidateCalls (one batch verification of the 64 signatures of group 1).
+// Every iteration has its own certificates: the verifier remembers the
+// signatures it verified.
+func benchValidateEnvelope(b *testing.B, together bool) {
+	w := newWorld(b, 2, 4)
+	c := w.client(1)
+	envs := make([][][]byte, b.N)
+	for n := range envs {
+		envs[n] = make([][]byte, 32)
+		for i := range envs[n] {
+			x := c.build(txn.NewBuilder().Insert(benchKey(0x20, n*32+i), []byte("1")).Insert(highKey, []byte("1")))
+			envs[n][i] = txn.NewOutcomeCall(x.enc, nil, w.commitCert(x))
+		}
+	}
+	e := w.groups[0].engine()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := range b.N {
+		if together {
+			for _, err := range e.ValidateCalls(envs[n]) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			continue
+		}
+		for _, call := range envs[n] {
+			if err := e.Validate(call); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkValidateEnvelopeOf32CertificatesOneByOne(b *testing.B) { benchValidateEnvelope(b, false) }
+func BenchmarkValidateEnvelopeOf32CertificatesTogether(b *testing.B) { benchValidateEnvelope(b, true) }

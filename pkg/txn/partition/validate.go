@@ -20,7 +20,37 @@ import (
 // acknowledgements of a termination proof (W2). Every data transaction
 // carries cmp(metadata-version, v) for each involved group (M2) by
 // construction: txn.Txn.Groups holds a version per declared group.
-func (e *Engine) Validate(call []byte) error {
+func (e *Engine) Validate(call []byte) error { return e.validate(call, e.keys) }
+
+// ValidateCalls implements host.CallsValidator: Validate of each call, with
+// the replica signatures of all of them checked in one batch (txn.SigBatch).
+// Each verdict is exactly Validate's: if the batch fails, every call it
+// would have passed is validated again alone, and so is a call that failed
+// for another reason after some of its signatures were deferred (alone,
+// one of those might have failed first, with another message).
+func (e *Engine) ValidateCalls(calls [][]byte) []error {
+	sb := txn.NewSigBatch()
+	deferring := e.keys.Deferring(sb)
+	errs := make([]error, len(calls))
+	for i, call := range calls {
+		before := sb.Adds()
+		if errs[i] = e.validate(call, deferring); errs[i] != nil && sb.Adds() > before {
+			errs[i] = e.validate(call, e.keys)
+		}
+	}
+	if sb.Len() == 0 || sb.Verify() {
+		return errs
+	}
+	for i, call := range calls {
+		if errs[i] == nil {
+			errs[i] = e.validate(call, e.keys)
+		}
+	}
+	return errs
+}
+
+// validate is Validate with keys, which may defer signature checks.
+func (e *Engine) validate(call []byte, keys *txn.Keys) error {
 	c, err := txn.DecodeCall(call)
 	if err != nil {
 		return err
@@ -36,7 +66,7 @@ func (e *Engine) Validate(call []byte) error {
 		return fmt.Errorf("%w: group %d is not among the transaction's groups %v", txn.ErrNotInvolved, e.self, t.GroupIDs())
 	}
 	for _, gv := range t.Groups {
-		if !e.keys.HasGroup(gv.Group) {
+		if !keys.HasGroup(gv.Group) {
 			return fmt.Errorf("%w: group %d is not in the cluster", txn.ErrInvalid, gv.Group)
 		}
 	}
@@ -50,7 +80,7 @@ func (e *Engine) Validate(call []byte) error {
 			if _, ok := t.Involves(c.Relay.Votes.Group); !ok {
 				return fmt.Errorf("%w: relay carries votes of group %d, not involved", txn.ErrInvalid, c.Relay.Votes.Group)
 			}
-			if err := e.keys.VerifyVotes(id, c.Relay.Decision, &c.Relay.Votes); err != nil {
+			if err := keys.VerifyVotes(id, c.Relay.Decision, &c.Relay.Votes); err != nil {
 				return fmt.Errorf("relay: %w", err)
 			}
 		}
@@ -58,7 +88,7 @@ func (e *Engine) Validate(call []byte) error {
 		if !t.MultiGroup() {
 			return fmt.Errorf("%w: a single-group transaction terminates at its vote; it takes no certificate", txn.ErrInvalid)
 		}
-		if err := e.keys.VerifyCertificate(t, id, c.Cert, e.self, true); err != nil {
+		if err := keys.VerifyCertificate(t, id, c.Cert, e.self, true); err != nil {
 			return fmt.Errorf("certificate: %w", err)
 		}
 	case txn.CallRelease:
@@ -69,7 +99,7 @@ func (e *Engine) Validate(call []byte) error {
 		if !t.MultiGroup() || t.ReadOnly() {
 			return fmt.Errorf("%w: only a multi-group update takes a termination proof", txn.ErrInvalid)
 		}
-		if err := e.keys.VerifyProof(t, id, c.Decision, c.Acks, e.self); err != nil {
+		if err := keys.VerifyProof(t, id, c.Decision, c.Acks, e.self); err != nil {
 			return fmt.Errorf("proof: %w", err)
 		}
 	}

@@ -1,9 +1,11 @@
 package partition
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/host"
@@ -107,6 +109,59 @@ func FuzzValidateThenExecute(f *testing.F) {
 			} else if string(first) != string(res[0]) {
 				t.Fatalf("replicas disagree")
 			}
+		}
+	})
+}
+
+// ValidateCalls (host.CallsValidator) checks the signatures of many calls
+// in one batch; each call's verdict must still be exactly what Validate
+// says of it alone — the same error text, whatever travels with it — or
+// replicas that computed a verdict one way and the other would answer
+// differently (T4). Random envelopes of valid calls, calls with a forged
+// signature (which fail the batch and send every call back to Validate),
+// calls that fail for another reason after a deferred signature (an
+// unknown replica in a certificate's second part) and undecodable ones.
+func TestRuleT4ValidateCallsGivesEachCallValidatesVerdict(t *testing.T) {
+	w := newWorld(t, 3, 4)
+	c := w.client(1)
+	e := w.groups[0].engine()
+	var pool [][]byte
+	for i := range 6 {
+		x := c.build(txn.NewBuilder().Insert(k(fmt.Sprintf("a%d", i)), []byte("1")).Insert(highKey, []byte("1")))
+		cert := w.commitCert(x)
+		pool = append(pool,
+			txn.NewOutcomeCall(x.enc, nil, cert),
+			txn.NewProofCall(x.enc, nil, txn.Commit, []txn.GroupSigs{w.acks(x.id, 1, txn.Commit)}),
+			txn.NewRelayCall(x.enc, nil, txn.Relay{Decision: txn.Commit, Votes: w.votes(x.id, 1, txn.Commit)}))
+		forged := w.commitCert(x)
+		forged.Parts[1].Sigs[1].Sig[5] ^= 1
+		pool = append(pool, txn.NewOutcomeCall(x.enc, nil, forged))
+		badRelay := w.votes(x.id, 1, txn.Abort) // signed abort, claimed commit
+		pool = append(pool, txn.NewRelayCall(x.enc, nil, txn.Relay{Decision: txn.Commit, Votes: badRelay}))
+	}
+	three := c.build(txn.NewBuilder().Insert(k("b"), []byte("1")).Insert(highKey, []byte("1")).Insert([]byte{0xc0}, []byte("1")))
+	late := w.commitCert(three)
+	late.Parts[1].Sigs[1].Sig[0] ^= 1                // a forged signature in part 1 …
+	late.Parts[2].Sigs[1].Replica = bft.ReplicaID(9) // … and a shape error in part 2
+	pool = append(pool, txn.NewOutcomeCall(three.enc, nil, late), txn.NewOutcomeCall(three.enc, nil, w.commitCert(three)),
+		[]byte("junk"), txn.NewQueryCall(0))
+
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(2, 12).Draw(rt, "n")
+		calls := make([][]byte, n)
+		for i := range calls {
+			calls[i] = pool[rapid.IntRange(0, len(pool)-1).Draw(rt, "call")]
+		}
+		got := e.ValidateCalls(calls)
+		require.Len(rt, got, n)
+		for i, call := range calls {
+			want := e.Validate(call)
+			if want == nil {
+				require.NoError(rt, got[i], "call %d", i)
+				continue
+			}
+			require.Error(rt, got[i], "call %d: Validate says %v", i, want)
+			require.Equal(rt, want.Error(), got[i].Error(), "call %d", i)
 		}
 	})
 }

@@ -43,7 +43,8 @@ type suite struct {
 // failed run is recorded, not fatal (its figures are still reported).
 func (s *suite) bench(what string, args ...string) txnBenchReport {
 	s.t.Helper()
-	rep, out, stderr, code := runTxnBenchJSON(s.t, append(args, "--call-timeout", "20s")...)
+	// A series of runs, or loading Fig. 5's 3M items, takes minutes.
+	rep, out, stderr, code := runTxnBenchJSONWithin(s.t, 10*time.Minute, append(args, "--call-timeout", "20s")...)
 	s.t.Logf("%s:\n%s", what, out)
 	if code != 0 {
 		s.problems = append(s.problems, fmt.Sprintf("%s: exit %d: %s", what, code, lastLine(stderr)))

@@ -32,8 +32,14 @@ func newTxnTestCluster(t *testing.T, groups, clients int) string {
 // stderr and the exit code.
 func runTxnBenchJSON(t *testing.T, args ...string) (txnBenchReport, string, string, int) {
 	t.Helper()
+	return runTxnBenchJSONWithin(t, time.Minute, args...)
+}
+
+// runTxnBenchJSONWithin is runTxnBenchJSON with the deadline d.
+func runTxnBenchJSONWithin(t *testing.T, d time.Duration, args ...string) (txnBenchReport, string, string, int) {
+	t.Helper()
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	code, out, stderr := runMain(t, append(append([]string{"bench"}, args...), "--json", jsonPath, "--progress", "off")...)
+	code, out, stderr := runMainWithin(t, d, append(append([]string{"bench"}, args...), "--json", jsonPath, "--progress", "off")...)
 	var rep txnBenchReport
 	if data, err := os.ReadFile(jsonPath); err == nil {
 		require.NoError(t, json.Unmarshal(data, &rep))

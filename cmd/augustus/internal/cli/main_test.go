@@ -49,9 +49,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// runMain runs the command line with a deadline and returns its exit code,
-// stdout and stderr.
+// runMain runs the command line with a deadline of a minute and returns its
+// exit code, stdout and stderr.
 func runMain(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return runMainWithin(t, time.Minute, args...)
+}
+
+// runMainWithin is runMain with the deadline d.
+func runMainWithin(t *testing.T, d time.Duration, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb syncBuffer
 	done := make(chan int, 1)
@@ -59,8 +65,8 @@ func runMain(t *testing.T, args ...string) (int, string, string) {
 	select {
 	case code := <-done:
 		return code, out.String(), errb.String()
-	case <-time.After(60 * time.Second):
-		t.Fatalf("augustus %s did not finish within 60s; stderr:\n%s", strings.Join(args, " "), errb.String())
+	case <-time.After(d):
+		t.Fatalf("augustus %s did not finish within %s; stderr:\n%s", strings.Join(args, " "), d, errb.String())
 		return 0, "", ""
 	}
 }
