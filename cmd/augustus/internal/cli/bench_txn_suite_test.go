@@ -86,7 +86,7 @@ func (s *suite) txnCluster(groups int, app string) (dir string, stop func()) {
 	s.t.Helper()
 	dir = s.t.TempDir()
 	base := freeBasePort(s.t, 12*groups)
-	code, _, stderr := runMain(s.t, "init", "--dir", dir, "--groups", fmt.Sprint(groups), "--clients", "40", "--base-port", fmt.Sprint(base))
+	code, _, stderr := runMain(s.t, "init", "--dir", dir, "--groups", fmt.Sprint(groups), "--clients", "100", "--base-port", fmt.Sprint(base))
 	require.Equal(s.t, 0, code, stderr)
 	_, stopFn := startCluster(s.t, dir, app)
 	return dir, func() { _ = stopFn() }
