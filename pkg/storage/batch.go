@@ -259,9 +259,15 @@ func (b *Batch) Scan(ks Keyspace, start, end []byte, limit int, fn func(key, val
 	// The entries returned are remembered like point reads (oldvalues.go);
 	// the generation is taken before the iterator is opened, so a commit
 	// in between only makes the memo look older than it is.
-	gen, writes := b.e.replGen.Load(), b.count
+	// Only a scan's first entries: a long range read rarely precedes
+	// writes of what it read, and copying it all would cost more than the
+	// seeks it might save.
+	gen, writes, n := b.e.replGen.Load(), b.count, 0
 	return scan(b.b, ks, start, end, limit, func(key, value []byte) error {
-		b.olds.read(gen, writes, ks, key, value, true)
+		if n < maxScanMemo {
+			b.olds.read(gen, writes, ks, key, value, true)
+			n++
+		}
 		return fn(key, value)
 	})
 }

@@ -36,6 +36,9 @@ import (
 // Reads append to two slices and nothing else (the executor reads keys it
 // never writes too): no map, no allocation once the slices have grown.
 
+// maxScanMemo bounds the entries of one scan the memo remembers.
+const maxScanMemo = 64
+
 // oldValue is one remembered read.
 type oldValue struct {
 	key, val []byte // alias oldValues.arena
