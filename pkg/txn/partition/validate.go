@@ -27,7 +27,9 @@ func (e *Engine) Validate(call []byte) error { return e.validate(call, e.keys) }
 // Each verdict is exactly Validate's: if the batch fails, every call it
 // would have passed is validated again alone, and so is a call that failed
 // for another reason after some of its signatures were deferred (alone,
-// one of those might have failed first, with another message).
+// one of those might have failed first, with another message). A forged
+// signature thus costs at most a second validation of the envelope it came
+// in, which is its sender's own: an envelope carries one client's calls.
 func (e *Engine) ValidateCalls(calls [][]byte) []error {
 	sb := txn.NewSigBatch()
 	deferring := e.keys.Deferring(sb)
