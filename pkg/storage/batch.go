@@ -38,8 +38,8 @@ type Batch struct {
 	pointGen uint64
 	pointLen int
 
-	// olds remembers the committed values the batch's point reads of
-	// replicated keys returned, for the commit's digest update
+	// olds remembers the committed values the batch's reads (point reads
+	// and scans) of replicated keys returned, for the commit's digest update
 	// (oldvalues.go).
 	olds oldValues
 }
@@ -256,12 +256,11 @@ func (b *Batch) Scan(ks Keyspace, start, end []byte, limit int, fn func(key, val
 	if !ks.Replicated() {
 		return scan(b.b, ks, start, end, limit, fn)
 	}
-	// The entries returned are remembered like point reads (oldvalues.go);
-	// the generation is taken before the iterator is opened, so a commit
-	// in between only makes the memo look older than it is.
-	// Only a scan's first entries: a long range read rarely precedes
-	// writes of what it read, and copying it all would cost more than the
-	// seeks it might save.
+	// The first entries returned are remembered like point reads
+	// (oldvalues.go): a long range read rarely precedes writes of what it
+	// read, and copying it all would cost more than the seeks it might save.
+	// The generation is taken before the iterator is opened, so a commit in
+	// between only makes the memo look older than it is.
 	gen, writes, n := b.e.replGen.Load(), b.count, 0
 	return scan(b.b, ks, start, end, limit, func(key, value []byte) error {
 		if n < maxScanMemo {
@@ -464,12 +463,8 @@ func (e *Engine) applyDelta(d *Digest, batch *Batch) error {
 	// every change of it holds); the others are sought with an iterator
 	// opened on the first need.
 	gen := e.replGen.Load()
-	var it *pebble.Iterator
-	defer func() {
-		if it != nil {
-			_ = it.Close()
-		}
-	}()
+	var seek committedSeeker
+	defer func() { _ = seek.close() }() // on the error returns
 	for i := 0; i < len(ops); {
 		j := i
 		for j+1 < len(ops) && bytes.Equal(ops[j+1].key, ops[i].key) {
@@ -480,22 +475,9 @@ func (e *Engine) applyDelta(d *Digest, batch *Batch) error {
 		ks, key := Keyspace(last.key[0]), last.key[1:]
 		old, found, known := batch.olds.lookup(gen, last.key, first.pos)
 		if !known {
-			if it == nil {
-				var err error
-				if it, err = e.db.NewIter(&pebble.IterOptions{LowerBound: replicatedDataLower, UpperBound: replicatedDataUpper}); err != nil {
-					return fmt.Errorf("read old values: %w", err)
-				}
-			}
-			e.deltaSeeks.Add(1)
-			if found = it.SeekGE(last.key) && bytes.Equal(it.Key(), last.key); !found {
-				if err := it.Error(); err != nil {
-					return fmt.Errorf("read old value in %s: %w", ks, err)
-				}
-			} else {
-				var err error
-				if old, err = it.ValueAndErr(); err != nil {
-					return fmt.Errorf("read old value in %s: %w", ks, err)
-				}
+			var err error
+			if old, found, err = seek.get(e, last.key); err != nil {
+				return fmt.Errorf("read old value in %s: %w", ks, err)
 			}
 		}
 		if found {
@@ -508,14 +490,39 @@ func (e *Engine) applyDelta(d *Digest, batch *Batch) error {
 			d.addLanes(e.hasher.expand(ks, key, last.value))
 		}
 	}
-	if it != nil {
-		err := it.Close()
-		it = nil
-		if err != nil {
-			return fmt.Errorf("read old values: %w", err)
-		}
+	if err := seek.close(); err != nil {
+		return fmt.Errorf("read old values: %w", err)
 	}
 	return nil
+}
+
+// committedSeeker reads committed values of the replicated span for
+// applyDelta, through an iterator opened on the first read. The zero value
+// is ready; close is idempotent.
+type committedSeeker struct{ it *pebble.Iterator }
+
+// get returns key's committed value (an engine key), or found false.
+func (s *committedSeeker) get(e *Engine, key []byte) (val []byte, found bool, err error) {
+	if s.it == nil {
+		if s.it, err = e.db.NewIter(&pebble.IterOptions{LowerBound: replicatedDataLower, UpperBound: replicatedDataUpper}); err != nil {
+			return nil, false, err
+		}
+	}
+	e.deltaSeeks.Add(1)
+	if !s.it.SeekGE(key) || !bytes.Equal(s.it.Key(), key) {
+		return nil, false, s.it.Error()
+	}
+	val, err = s.it.ValueAndErr()
+	return val, err == nil, err
+}
+
+func (s *committedSeeker) close() error {
+	if s.it == nil {
+		return nil
+	}
+	it := s.it
+	s.it = nil
+	return it.Close()
 }
 
 // SyncWAL makes every batch committed before the call durable: it appends an

@@ -159,12 +159,11 @@ func (k *Keys) verifySigs(gs *GroupSigs, msg []byte, what string) error {
 	}
 	for _, s := range gs.Sigs {
 		if k.sink != nil {
-			if err := k.sink.add(gs.Group, v, s.Replica, msg, s.Sig[:]); err != nil {
-				return fmt.Errorf("%w: %s of group %d: %w", ErrSignature, what, gs.Group, err)
-			}
-			continue
+			err = k.sink.add(gs.Group, v, s.Replica, msg, s.Sig[:])
+		} else {
+			err = v.VerifyReplica(s.Replica, msg, s.Sig[:])
 		}
-		if err := v.VerifyReplica(s.Replica, msg, s.Sig[:]); err != nil {
+		if err != nil {
 			return fmt.Errorf("%w: %s of group %d: %w", ErrSignature, what, gs.Group, err)
 		}
 	}

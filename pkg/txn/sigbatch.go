@@ -78,16 +78,8 @@ func (sb *SigBatch) add(g bft.GroupID, v ReplicaVerifier, r bft.ReplicaID, msg, 
 // Adds returns the number of checks handed to the batch so far.
 func (sb *SigBatch) Adds() int { return sb.adds }
 
-// Len returns the number of checks recorded.
-func (sb *SigBatch) Len() int {
-	n := len(sb.others)
-	for _, b := range sb.batches {
-		n += b.Len()
-	}
-	return n
-}
-
-// Verify reports whether every recorded signature is valid.
+// Verify reports whether every recorded signature is valid (true for an
+// empty batch).
 func (sb *SigBatch) Verify() bool {
 	ok := true
 	for _, b := range sb.batches {

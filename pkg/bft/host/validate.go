@@ -77,10 +77,7 @@ func (c *ValidationCache) Verdicts(app Application, calls [][]byte) {
 		missing = make([][]byte, 0, len(calls))
 		for _, call := range calls {
 			key := sha256.Sum256(call)
-			c.mu.Lock()
-			_, hit := c.m[key]
-			c.mu.Unlock()
-			if !hit {
+			if _, hit := c.get(key); !hit {
 				missing = append(missing, call)
 				keys = append(keys, key)
 			}
@@ -93,13 +90,8 @@ func (c *ValidationCache) Verdicts(app Application, calls [][]byte) {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i := range missing {
-		if len(c.m) >= c.max {
-			clear(c.m)
-		}
-		c.m[keys[i]] = reasonOf(errs[i])
+		c.put(keys[i], reasonOf(errs[i]))
 	}
 }
 
@@ -108,23 +100,33 @@ func (c *ValidationCache) Verdict(app Application, call []byte) string {
 	var key [32]byte
 	if c != nil {
 		key = sha256.Sum256(call)
-		c.mu.Lock()
-		v, ok := c.m[key]
-		c.mu.Unlock()
-		if ok {
+		if v, ok := c.get(key); ok {
 			return v
 		}
 	}
 	reason := reasonOf(app.Validate(call))
 	if c != nil {
-		c.mu.Lock()
-		if len(c.m) >= c.max {
-			clear(c.m)
-		}
-		c.m[key] = reason
-		c.mu.Unlock()
+		c.put(key, reason)
 	}
 	return reason
+}
+
+// get returns the verdict cached under key.
+func (c *ValidationCache) get(key [32]byte) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+// put caches a verdict, starting over when the cache is full.
+func (c *ValidationCache) put(key [32]byte, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[key] = reason
 }
 
 // ValidateEnvelope is the runtime's stateless check of a request's payload

@@ -108,12 +108,7 @@ func BenchmarkExecuteMultiGroupVote(b *testing.B) {
 // certificate: the verifier remembers the signatures it verified.
 func BenchmarkValidateCertificate2Groups(b *testing.B) {
 	w := newWorld(b, 2, 1)
-	c := w.client(1)
-	calls := make([][]byte, b.N)
-	for i := range calls {
-		x := c.build(txn.NewBuilder().Insert(benchKey(0x20, i), []byte("1")).Insert(highKey, []byte("1")))
-		calls[i] = txn.NewOutcomeCall(x.enc, nil, w.commitCert(x))
-	}
+	calls := benchOutcomeCalls(w, b.N)
 	e := w.groups[0].engine()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -128,13 +123,7 @@ func BenchmarkValidateCertificate2Groups(b *testing.B) {
 // signatures, each iteration its own.
 func BenchmarkVerifyCertificate2GroupsInFull(b *testing.B) {
 	w := newWorld(b, 2, 1)
-	c := w.client(1)
-	xs := make([]*tx, b.N)
-	certs := make([]txn.Certificate, b.N)
-	for i := range xs {
-		xs[i] = c.build(txn.NewBuilder().Insert(benchKey(0x20, i), []byte("1")).Insert(highKey, []byte("1")))
-		certs[i] = w.commitCert(xs[i])
-	}
+	xs, certs := benchCommitted(w, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -142,6 +131,31 @@ func BenchmarkVerifyCertificate2GroupsInFull(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchCommitted builds n distinct 2-group updates (a key of group 0 and
+// highKey) of one client, each with its COMMIT certificate: a benchmark
+// that verifies certificates needs a new one per iteration, since the
+// verifier remembers the signatures it verified.
+func benchCommitted(w *world, n int) ([]*tx, []txn.Certificate) {
+	c := w.client(1)
+	xs := make([]*tx, n)
+	certs := make([]txn.Certificate, n)
+	for i := range xs {
+		xs[i] = c.build(txn.NewBuilder().Insert(benchKey(0x20, i), []byte("1")).Insert(highKey, []byte("1")))
+		certs[i] = w.commitCert(xs[i])
+	}
+	return xs, certs
+}
+
+// benchOutcomeCalls is benchCommitted's transactions as outcome calls.
+func benchOutcomeCalls(w *world, n int) [][]byte {
+	xs, certs := benchCommitted(w, n)
+	calls := make([][]byte, n)
+	for i, x := range xs {
+		calls[i] = txn.NewOutcomeCall(x.enc, nil, certs[i])
+	}
+	return calls
 }
 
 // Workload A's single-group transaction (4 reads, 4 writes of 4-byte values
@@ -208,14 +222,10 @@ func BenchmarkExecuteAndCommitWorkloadA(b *testing.B) {
 // signatures it verified.
 func benchValidateEnvelope(b *testing.B, together bool) {
 	w := newWorld(b, 2, 4)
-	c := w.client(1)
+	calls := benchOutcomeCalls(w, 32*b.N)
 	envs := make([][][]byte, b.N)
 	for n := range envs {
-		envs[n] = make([][]byte, 32)
-		for i := range envs[n] {
-			x := c.build(txn.NewBuilder().Insert(benchKey(0x20, n*32+i), []byte("1")).Insert(highKey, []byte("1")))
-			envs[n][i] = txn.NewOutcomeCall(x.enc, nil, w.commitCert(x))
-		}
+		envs[n] = calls[32*n : 32*(n+1)]
 	}
 	e := w.groups[0].engine()
 	b.ReportAllocs()

@@ -40,7 +40,7 @@ func (e *Engine) ValidateCalls(calls [][]byte) []error {
 			errs[i] = e.validate(call, e.keys)
 		}
 	}
-	if sb.Len() == 0 || sb.Verify() {
+	if sb.Verify() {
 		return errs
 	}
 	for i, call := range calls {
