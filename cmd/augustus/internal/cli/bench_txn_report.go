@@ -521,13 +521,9 @@ type fig5Row struct {
 	Abandoned      int64   `json:"abandoned"`
 }
 
-// fig5Rows builds the table when some run had Byzantine callers and a run
-// of the same mix had none. The loss is against the mean of the runs
-// without Byzantine callers at that mix: "--byzantine 0,10,20,30,0" measures
-// the baseline before and after, so that a drift of the machine or of the
-// store (compactions after a load) during the series does not pass for a
-// loss or a gain.
-func fig5Rows(runs []*txnRunResult) []fig5Row {
+// fig5Baselines returns, per mix, the mean throughput of the runs without
+// Byzantine callers: what a loss is measured against.
+func fig5Baselines(runs []*txnRunResult) map[int]float64 {
 	sum, n := map[int]float64{}, map[int]int{}
 	for _, r := range runs {
 		if r.ByzantinePct == 0 {
@@ -535,10 +531,21 @@ func fig5Rows(runs []*txnRunResult) []fig5Row {
 			n[r.MultiGroupPct]++
 		}
 	}
-	base := map[int]float64{}
+	base := make(map[int]float64, len(sum))
 	for mix, s := range sum {
 		base[mix] = s / float64(n[mix])
 	}
+	return base
+}
+
+// fig5Rows builds the table when some run had Byzantine callers and a run
+// of the same mix had none. The loss is against the mean of the runs
+// without Byzantine callers at that mix: "--byzantine 0,10,20,30,0" measures
+// the baseline before and after, so that a drift of the machine or of the
+// store (compactions after a load) during the series does not pass for a
+// loss or a gain.
+func fig5Rows(runs []*txnRunResult) []fig5Row {
+	base := fig5Baselines(runs)
 	var rows []fig5Row
 	byz := false
 	for _, r := range runs {

@@ -295,29 +295,24 @@ func (s *suite) goals(a1, a2, a4 txnBenchReport, noop benchResult, fig5 txnBench
 // recovery grace's effect.
 func (s *suite) fig5Extra(fig5, alone txnBenchReport, grace []*txnRunResult) {
 	w := &s.md
-	var base float64
-	var n int
 	var at30 *txnRunResult
-	callers := 0
 	for _, r := range fig5.Runs {
-		switch r.ByzantinePct {
-		case 0:
-			base += r.TxnPerSecond
-			n++
-			callers = r.Callers
-		case 30:
+		if r.ByzantinePct == 30 {
 			at30 = r
 		}
 	}
-	if n == 0 || at30 == nil || base == 0 {
+	if at30 == nil {
 		return
 	}
-	base /= float64(n)
+	base := fig5Baselines(fig5.Runs)[at30.MultiGroupPct]
+	if base == 0 {
+		return
+	}
 	if len(alone.Runs) > 0 {
 		a := alone.Runs[0]
 		fmt.Fprintf(w, "The 30 %% run's loss, split: %d correct callers alone commit %.0f txn/s (%.1f %% below %d callers: fewer callers); "+
 			"with the %d Byzantine callers added, %.0f txn/s (%.1f %% below the callers alone: the Byzantine callers' cost).\n\n",
-			a.Callers, a.TxnPerSecond, 100*(1-a.TxnPerSecond/base), callers,
+			a.Callers, a.TxnPerSecond, 100*(1-a.TxnPerSecond/base), at30.Callers,
 			at30.ByzantineCallers, at30.TxnPerSecond, 100*(1-at30.TxnPerSecond/max(a.TxnPerSecond, 1e-9)))
 	}
 	if len(grace) > 0 {
