@@ -1,7 +1,10 @@
 package txn
 
 import (
+	"bytes"
+
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/txn/internal/wire"
 )
 
@@ -49,10 +52,13 @@ func (k CallKind) String() string {
 // SignatureSize is the size of an Ed25519 signature.
 const SignatureSize = 64
 
-// ReplicaSig is one replica's signature of a vote or an acknowledgement.
+// ReplicaSig is one replica's signature of a vote or an acknowledgement:
+// a plain Ed25519 signature (SignatureSize bytes) or a tree signature, which
+// covers every vote and acknowledgement the replica signed for one executed
+// batch with one Ed25519 signature (pkg/bft/auth, sigtree.go).
 type ReplicaSig struct {
 	Replica bft.ReplicaID
-	Sig     [SignatureSize]byte
+	Sig     []byte
 }
 
 // GroupSigs are the signatures of f+1 distinct replicas of one group over the
@@ -176,7 +182,10 @@ func NewQueryCall(from uint64) []byte { return (&Call{Kind: CallQuery, From: fro
 //	query   := 'Q' uvarint(from)
 //	admin   := 0 | 1 key(32) signature(64)
 //	relay   := 0 | 1 decision(1) sigs
-//	sigs    := uvarint(group) uvarint(#sigs ≥ 1) { uvarint(replica) signature(64) }
+//	sigs    := uvarint(group) uvarint(#sigs ≥ 1) { uvarint(replica) bytes(signature) }
+//
+// A replica's signature is plain (64 bytes) or a tree signature
+// (auth.ValidSignatureSize: 69 + 32·depth bytes, depth 1–16).
 //
 // Groups and replicas are strictly increasing. Decoding is strict and
 // canonical like the transaction's.
@@ -198,7 +207,13 @@ func (c *Call) Encode() []byte {
 	return c.AppendEncode(make([]byte, 0, n))
 }
 
-func sigsLen(s *GroupSigs) int { return 10 + len(s.Sigs)*(5+SignatureSize) }
+func sigsLen(s *GroupSigs) int {
+	n := 10
+	for i := range s.Sigs {
+		n += 5 + wire.BytesLen(len(s.Sigs[i].Sig))
+	}
+	return n
+}
 
 // AppendEncode appends the call's encoding to b.
 func (c *Call) AppendEncode(b []byte) []byte {
@@ -251,7 +266,7 @@ func appendSigs(b []byte, s *GroupSigs) []byte {
 	b = wire.AppendUvarint(b, uint64(len(s.Sigs)))
 	for _, sig := range s.Sigs {
 		b = wire.AppendUvarint(b, uint64(sig.Replica))
-		b = append(b, sig.Sig[:]...)
+		b = wire.AppendBytes(b, sig.Sig)
 	}
 	return b
 }
@@ -351,7 +366,7 @@ func readParts(r *wire.Reader, n int) []GroupSigs {
 
 func readSigs(r *wire.Reader, s *GroupSigs) {
 	s.Group = bft.GroupID(r.Uvarint32("group"))
-	n := r.Count("signatures", 1+SignatureSize, maxDecodeSigs)
+	n := r.Count("signatures", 2+SignatureSize, maxDecodeSigs)
 	if r.Err() == nil && n == 0 {
 		r.Failf("group %d: no signatures", s.Group)
 	}
@@ -361,7 +376,11 @@ func readSigs(r *wire.Reader, s *GroupSigs) {
 	s.Sigs = make([]ReplicaSig, n)
 	for i := range s.Sigs {
 		s.Sigs[i].Replica = bft.ReplicaID(r.Uvarint32("replica"))
-		copy(s.Sigs[i].Sig[:], r.Fixed("signature", SignatureSize))
+		sig := r.Bytes("signature", auth.MaxTreeSignatureSize)
+		if r.Err() == nil && !auth.ValidSignatureSize(len(sig)) {
+			r.Failf("group %d: a signature of %d bytes is neither plain nor a tree signature", s.Group, len(sig))
+		}
+		s.Sigs[i].Sig = bytes.Clone(sig)
 		if i > 0 && r.Err() == nil && s.Sigs[i].Replica <= s.Sigs[i-1].Replica {
 			r.Failf("group %d: replicas not strictly increasing", s.Group)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
 )
 
 func seedTxn() *Txn {
@@ -44,7 +45,7 @@ func FuzzDecodeTxn(f *testing.F) {
 
 func FuzzDecodeCall(f *testing.F) {
 	enc := seedTxn().Encode()
-	sigs := GroupSigs{Group: 1, Sigs: []ReplicaSig{{Replica: 0}, {Replica: 2}}}
+	sigs := GroupSigs{Group: 1, Sigs: []ReplicaSig{{Replica: 0, Sig: make([]byte, SignatureSize)}, {Replica: 2, Sig: make([]byte, auth.TreeSignatureSize(2))}}}
 	f.Add(NewTxnCall(enc, nil))
 	f.Add(NewTxnCall(enc, &AdminSig{}))
 	f.Add(NewRelayCall(enc, nil, Relay{Decision: Commit, Votes: sigs}))

@@ -6,6 +6,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
 )
 
 // Generators of valid values for the property tests.
@@ -89,7 +90,13 @@ func genSigs(t *rapid.T, g bft.GroupID) GroupSigs {
 	for _, r := range rs {
 		var s ReplicaSig
 		s.Replica = bft.ReplicaID(r)
-		copy(s.Sig[:], genBytes(t, "sig", 64, 64))
+		// A plain signature or a tree signature of depth 1–3 (the decoder
+		// checks sizes only).
+		n := SignatureSize
+		if d := rapid.IntRange(0, 3).Draw(t, "tree depth"); d > 0 {
+			n = auth.TreeSignatureSize(d)
+		}
+		s.Sig = genBytes(t, "sig", n, n)
 		gs.Sigs = append(gs.Sigs, s)
 	}
 	return gs

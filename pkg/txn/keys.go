@@ -159,9 +159,9 @@ func (k *Keys) verifySigs(gs *GroupSigs, msg []byte, what string) error {
 	}
 	for _, s := range gs.Sigs {
 		if k.sink != nil {
-			err = k.sink.add(gs.Group, v, s.Replica, msg, s.Sig[:])
+			err = k.sink.add(gs.Group, v, s.Replica, msg, s.Sig)
 		} else {
-			err = v.VerifyReplica(s.Replica, msg, s.Sig[:])
+			err = v.VerifyReplica(s.Replica, msg, s.Sig)
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %s of group %d: %w", ErrSignature, what, gs.Group, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
 )
 
 type testCluster struct {
@@ -43,7 +44,7 @@ func (tc *testCluster) votes(id TxnID, g bft.GroupID, dec Decision, replicas ...
 	for _, r := range replicas {
 		var s ReplicaSig
 		s.Replica = r
-		copy(s.Sig[:], ed25519.Sign(tc.privs[g][r], tc.domain.VoteBytes(id, g, dec)))
+		s.Sig = ed25519.Sign(tc.privs[g][r], tc.domain.VoteBytes(id, g, dec))
 		gs.Sigs = append(gs.Sigs, s)
 	}
 	return gs
@@ -54,7 +55,7 @@ func (tc *testCluster) acks(id TxnID, g bft.GroupID, dec Decision, replicas ...b
 	for _, r := range replicas {
 		var s ReplicaSig
 		s.Replica = r
-		copy(s.Sig[:], ed25519.Sign(tc.privs[g][r], tc.domain.AckBytes(id, g, dec)))
+		s.Sig = ed25519.Sign(tc.privs[g][r], tc.domain.AckBytes(id, g, dec))
 		gs.Sigs = append(gs.Sigs, s)
 	}
 	return gs
@@ -159,4 +160,66 @@ func TestSignBytesSeparatesVotesAcksAndUnsignedResults(t *testing.T) {
 	require.Nil(t, d.SignBytes(unsigned))
 	require.Nil(t, d.SignBytes((&Result{Kind: ResultRefusal, Code: RefuseNoRecord}).Encode()))
 	require.Nil(t, d.SignBytes([]byte{'V', 1}))
+}
+
+// txn.md E9, E10: a replica signs the votes and acknowledgements of one
+// executed batch as one signature tree (pkg/bft/auth, sigtree.go). A
+// certificate or proof built from tree signatures verifies — alone and in a
+// SigBatch, which checks each replica's root once — and a tree signature
+// proves only its own leaf: the same tree's signature of another
+// transaction's vote, of the other vote, or of an acknowledgement does not
+// pass for this vote.
+func TestTreeSignedVotesProveOnlyTheirOwnLeaf(t *testing.T) {
+	tc := newTestCluster(t)
+	tx := twoGroupTxn()
+	id := tx.ID("kc")
+	other := &Txn{Ops: tx.Ops, Groups: tx.Groups, Owner: tx.Owner, Nonce: 2}
+	otherID := other.ID("kc")
+	// What replicas 2 and 3 of group 1 signed in one batch: leaf 0 is this
+	// transaction's commit vote, then another's vote, an abort vote, acks.
+	msgs := [][]byte{
+		tc.domain.VoteBytes(id, 1, Commit),
+		tc.domain.VoteBytes(otherID, 1, Commit),
+		tc.domain.VoteBytes(id, 1, Abort),
+		tc.domain.AckBytes(id, 1, Commit),
+		tc.domain.AckBytes(otherID, 1, Commit),
+	}
+	trees := map[bft.ReplicaID][][]byte{}
+	for _, r := range []bft.ReplicaID{2, 3} {
+		trees[r] = auth.SignTree(func(m []byte) []byte { return ed25519.Sign(tc.privs[1][r], m) }, msgs)
+	}
+	part := func(leaf int) GroupSigs {
+		return GroupSigs{Group: 1, Sigs: []ReplicaSig{{Replica: 2, Sig: trees[2][leaf]}, {Replica: 3, Sig: trees[3][leaf]}}}
+	}
+	commit := Certificate{Decision: Commit, Parts: []GroupSigs{tc.votes(id, 0, Commit, 0, 1), part(0)}}
+	require.NoError(t, tc.keys.VerifyCertificate(tx, id, &commit, 0, false))
+	require.NoError(t, tc.keys.VerifyProof(tx, id, Commit, []GroupSigs{part(3)}, 0))
+
+	// In a SigBatch (of new verifiers, whose caches are empty): the
+	// certificates of both transactions and the proof need one check per
+	// replica root.
+	sb := NewSigBatch()
+	d := newTestCluster(t).keys.Deferring(sb)
+	require.NoError(t, d.VerifyCertificate(tx, id, &commit, 0, true))
+	otherCommit := Certificate{Decision: Commit, Parts: []GroupSigs{tc.votes(otherID, 0, Commit, 0, 1), part(1)}}
+	require.NoError(t, d.VerifyCertificate(other, otherID, &otherCommit, 0, true))
+	require.NoError(t, d.VerifyProof(tx, id, Commit, []GroupSigs{part(3)}, 0))
+	require.True(t, sb.Verify())
+	require.Equal(t, 6, sb.Adds())
+	require.Equal(t, 2, sb.batches[1].Len(), "one root per replica")
+
+	for name, leaf := range map[string]int{"another transaction's vote": 1, "the abort vote": 2, "an acknowledgement": 3} {
+		c := Certificate{Decision: Commit, Parts: []GroupSigs{tc.votes(id, 0, Commit, 0, 1), part(leaf)}}
+		require.ErrorIs(t, tc.keys.VerifyCertificate(tx, id, &c, 0, false), ErrSignature, name)
+		sb := NewSigBatch()
+		require.NoError(t, tc.keys.Deferring(sb).VerifyCertificate(tx, id, &c, 0, false), name)
+		require.False(t, sb.Verify(), name)
+	}
+	require.ErrorIs(t, tc.keys.VerifyProof(tx, id, Commit, []GroupSigs{part(0)}, 0), ErrSignature, "a vote's leaf as an ack")
+
+	// A certificate of tree signatures survives its encoding.
+	enc := NewOutcomeCall(tx.Encode(), nil, commit)
+	call, err := DecodeCall(enc)
+	require.NoError(t, err)
+	require.Equal(t, commit, *call.Cert)
 }

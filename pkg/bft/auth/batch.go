@@ -28,6 +28,10 @@ type Batch struct {
 	v       *Verifier
 	entries []batchEntry
 	seen    map[sigKey]struct{}
+	// malformed is set by a signature that is neither plain nor a
+	// well-formed tree signature: Verify then fails, and the caller's
+	// checks one by one name it.
+	malformed bool
 }
 
 type batchEntry struct {
@@ -48,6 +52,7 @@ func (b *Batch) Reset() {
 	clear(b.entries)
 	b.entries = b.entries[:0]
 	clear(b.seen)
+	b.malformed = false
 }
 
 // Len returns the number of signatures recorded.
@@ -75,6 +80,13 @@ func (b *Batch) VerifyClient(client bft.ClientID, msg, sig []byte) error {
 }
 
 func (b *Batch) add(k *verifyKey, msg, sig []byte) {
+	// A tree signature is recorded as its root's (sigtree.go), so a batch
+	// holding many messages of one tree checks its root once.
+	msg, sig, err := TreeRoot(msg, sig)
+	if err != nil {
+		b.malformed = true
+		return
+	}
 	id := makeSigKey(k.raw[:], msg, sig)
 	if _, dup := b.seen[id]; dup || b.v.cache.has(id) {
 		return
@@ -86,6 +98,9 @@ func (b *Batch) add(k *verifyKey, msg, sig []byte) {
 // Verify reports whether every recorded signature is valid. One signature is
 // checked alone (a batch of one costs more than a single verification).
 func (b *Batch) Verify() bool {
+	if b.malformed {
+		return false
+	}
 	var ok bool
 	switch len(b.entries) {
 	case 0:

@@ -163,9 +163,15 @@ func (v *Verifier) VerifyReplica(id bft.ReplicaID, msg, sig []byte) error {
 	return nil
 }
 
-// verify checks one signature (ZIP-215), or finds it in the cache of
-// signatures verified before.
+// verify checks one signature (ZIP-215), plain or a tree's (sigtree.go), or
+// finds it in the cache of signatures verified before.
 func (v *Verifier) verify(k *verifyKey, msg, sig []byte) bool {
+	// A tree signature is checked as its root's (sigtree.go): the cache then
+	// holds the root once for every message of the tree.
+	msg, sig, err := TreeRoot(msg, sig)
+	if err != nil {
+		return false
+	}
 	if v.cache == nil {
 		return k.verify(msg, sig)
 	}

@@ -24,10 +24,12 @@ import (
 // replica.
 
 // VerifySignature reports whether sig is a valid Ed25519 signature of msg
-// under pub by the ZIP-215 rules. Use it wherever a signature is checked
-// without a Verifier (a client checking replicas' signatures of results).
+// under pub by the ZIP-215 rules, plain or a tree signature (sigtree.go).
+// Use it wherever a signature is checked without a Verifier (a client
+// checking replicas' signatures of results).
 func VerifySignature(pub ed25519.PublicKey, msg, sig []byte) bool {
-	return ed25519consensus.Verify(pub, msg, sig)
+	msg, sig, err := TreeRoot(msg, sig)
+	return err == nil && ed25519consensus.Verify(pub, msg, sig)
 }
 
 // verifyKey is an Ed25519 public key decoded once. Decoding a key (a field

@@ -140,6 +140,9 @@ type Coverage struct {
 	TwinsConflicts               uint64
 	Mutations                    uint64 // ByzzFuzz mutations sent
 	RejectedRequests             uint64
+	// TreeSignedReplies counts replies whose signatures came from a
+	// signature tree over two or more messages (pkg/bft/auth, sigtree.go).
+	TreeSignedReplies uint64
 
 	twinSent map[twinKey]string
 }
@@ -168,6 +171,7 @@ func (c *Coverage) Add(o *Coverage) {
 	c.TwinsConflicts += o.TwinsConflicts
 	c.Mutations += o.Mutations
 	c.RejectedRequests += o.RejectedRequests
+	c.TreeSignedReplies += o.TreeSignedReplies
 }
 
 func (c *Coverage) String() string {

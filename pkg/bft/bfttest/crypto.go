@@ -12,6 +12,7 @@ import (
 	"github.com/hdevalence/ed25519consensus"
 
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
 )
 
 // Keys are the simulation's signing keys. By default they are HMAC keys —
@@ -106,6 +107,12 @@ func sign(kp keyPair, ed bool, msg []byte) []byte {
 }
 
 func verify(kp keyPair, ed bool, msg, sig []byte) bool {
+	// Tree signatures (pkg/bft/auth, sigtree.go) are checked as their
+	// root's, as production does.
+	msg, sig, err := auth.TreeRoot(msg, sig)
+	if err != nil {
+		return false
+	}
 	if ed {
 		// ZIP-215, as production verifies (pkg/bft/auth, verifykey.go).
 		return ed25519consensus.Verify(kp.pub, msg, sig)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
 	"github.com/augustus-db/augustus/pkg/bft/envelope"
 	"github.com/augustus-db/augustus/pkg/bft/host"
@@ -41,6 +42,10 @@ type SimReplica struct {
 	engine *storage.Engine
 	loop   *host.Loop
 	app    host.Application
+	// toSign are the replies of this round waiting for their signatures:
+	// Flush signs them as one tree, as production's signer does with the
+	// replies waiting for it (pkg/bft/replica).
+	toSign []pendingReply
 	up     bool
 	// incarnation counts starts: events scheduled for an earlier
 	// incarnation find it changed and do nothing.
@@ -162,6 +167,7 @@ func (r *SimReplica) crash() {
 	}
 	r.g.cov.Crashes++
 	r.g.coreStats = addStats(r.g.coreStats, r.loop.Node().Stats())
+	r.toSign = nil // unsigned replies die with the process
 	r.loop.Close()
 	_ = r.engine.Close()
 	r.fs, r.engine, r.loop, r.app = clone, nil, nil, nil
@@ -348,14 +354,57 @@ func (n *simNet) Reply(rep *bftpb.Reply, sign [][]byte) {
 		}
 	}
 	if sign != nil {
-		sigs := make([][]byte, len(sign))
-		for i, b := range sign {
+		r.toSign = append(r.toSign, pendingReply{rep, sign})
+		return
+	}
+	n.sendReply(rep)
+}
+
+type pendingReply struct {
+	rep  *bftpb.Reply
+	sign [][]byte
+}
+
+// Flush, at the end of each of the loop's rounds, signs the round's replies
+// as one signature tree (pkg/bft/auth, sigtree.go) and sends them.
+func (n *simNet) Flush() {
+	r := n.r()
+	if r.crashAfter || !r.up {
+		// A crash in this round: as in production, where the signer may
+		// not have sent them, the replies are lost.
+		r.toSign = r.toSign[:0]
+		return
+	}
+	if len(r.toSign) == 0 {
+		return
+	}
+	var msgs [][]byte
+	for _, p := range r.toSign {
+		for _, b := range p.sign {
 			if b != nil {
-				sigs[i] = r.g.Keys.ReplicaSigner(r.id).Sign(b)
+				msgs = append(msgs, b)
 			}
 		}
-		rep.Signatures = envelope.EncodeResults(sigs)
 	}
+	sigs := auth.SignTree(r.g.Keys.ReplicaSigner(r.id).Sign, msgs)
+	if len(msgs) > 1 {
+		r.g.cov.TreeSignedReplies += uint64(len(r.toSign))
+	}
+	for _, p := range r.toSign {
+		out := make([][]byte, len(p.sign))
+		for i, b := range p.sign {
+			if b != nil {
+				out[i], sigs = sigs[0], sigs[1:]
+			}
+		}
+		p.rep.Signatures = envelope.EncodeResults(out)
+		n.sendReply(p.rep)
+	}
+	r.toSign = r.toSign[:0]
+}
+
+func (n *simNet) sendReply(rep *bftpb.Reply) {
+	r := n.r()
 	rep.Mac = nil
 	rep.Mac = r.g.Keys.ReplyMAC(r.id, bft.ClientID(rep.Client), r.g.dom.ReplyBytes(rep))
 	r.g.sendReply(rep)

@@ -29,6 +29,11 @@ type Metrics struct {
 	BatchesExecuted      prometheus.Counter
 	RequestsExecuted     prometheus.Counter
 	CommittedFetched     prometheus.Counter
+	// ReplySignatures counts the Ed25519 signatures made for replies and
+	// ReplySignedMessages the messages they covered (more than one per
+	// signature when a signature tree covers a round's replies).
+	ReplySignatures      prometheus.Counter
+	ReplySignedMessages  prometheus.Counter
 	CoreDropped          *prometheus.CounterVec
 	last                 bft.Stats
 	coreDroppedByReason  []prometheus.Counter
@@ -83,6 +88,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		BatchesExecuted:  c("batches_executed_total", "Batches executed."),
 		RequestsExecuted: c("requests_executed_total", "Client envelopes executed."),
 		CommittedFetched: c("committed_fetched_total", "Batches learned through commit certificates (catch-up)."),
+		ReplySignatures:  c("reply_signatures_total", "Ed25519 signatures made for replies (one per signature tree)."),
+		ReplySignedMessages: c("reply_signed_messages_total",
+			"Reply messages signed (votes, acknowledgements); divided by augustus_bft_reply_signatures_total, the messages per signature tree."),
 		CoreDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "augustus_bft_core_dropped_messages_total",
 			Help: "Messages the core dropped after verification, by reason."}, []string{"reason"}),
 	}

@@ -54,8 +54,10 @@ type Replica struct {
 	jobs  chan *host.Job
 	syncs chan *host.Job
 	done  chan *host.JobResult
-	// signs feeds the reply signers.
-	signs chan signJob
+	// signs feeds the reply signers, each element the replies of one of
+	// the loop's rounds; toSign collects the round's (loop goroutine only).
+	signs  chan []signJob
+	toSign []signJob
 	// stop is closed when Run ends, so that Submit never blocks forever.
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -133,7 +135,7 @@ func New(cfg Config) (*Replica, error) {
 		jobs:             make(chan *host.Job, jobQueue),
 		syncs:            make(chan *host.Job, 1),
 		done:             make(chan *host.JobResult, jobQueue+2),
-		signs:            make(chan signJob, 4096),
+		signs:            make(chan []signJob, 1024),
 		stop:             make(chan struct{}),
 		ready:            make(chan struct{}),
 	}
@@ -347,7 +349,19 @@ type replicaNet Replica
 // rounds, sends what was queued for each peer in one write (a PeerBatch).
 func (n *replicaNet) Send(to bft.ReplicaID, m *bftpb.Message) { n.peers.Queue(uint32(to), m) }
 func (n *replicaNet) Broadcast(m *bftpb.Message)              { n.peers.QueueBroadcast(m) }
-func (n *replicaNet) Flush()                                  { n.peers.Flush() }
+func (n *replicaNet) Flush() {
+	n.peers.Flush()
+	r := (*Replica)(n)
+	if len(r.toSign) > 0 {
+		// The round's replies to sign go to the signer together, to be
+		// signed as one tree.
+		select {
+		case r.signs <- r.toSign:
+		case <-r.stop:
+		}
+		r.toSign = nil
+	}
+}
 
 // Reply MACs and sends at once a reply without signatures; one with
 // signatures goes to the signer pool, so Ed25519 (≈ 18 µs each) never runs
@@ -358,33 +372,87 @@ func (n *replicaNet) Reply(rep *bftpb.Reply, sign [][]byte) {
 		r.finishReply(rep, nil)
 		return
 	}
-	select {
-	case r.signs <- signJob{rep, sign}:
-	case <-r.stop:
-	}
+	r.toSign = append(r.toSign, signJob{rep, sign})
 }
 
+// runSigner signs replies. It takes every job waiting (up to maxSignBatch
+// messages) and signs their messages as one signature tree
+// (pkg/bft/auth, sigtree.go): one Ed25519 signature for the votes and
+// acknowledgements of a whole executed batch, and one root for the other
+// groups to verify instead of one signature per transaction. Under light
+// load a job waits for no other: a lone message is signed plain.
 func (r *Replica) runSigner(ctx context.Context) {
+	var (
+		jobs []signJob
+		msgs [][]byte
+	)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case j := <-r.signs:
-			r.finishReply(j.rep, j.sign)
+		case js := <-r.signs:
+			jobs = append(jobs[:0], js...)
+			n := countSign(js)
+		drain:
+			for n < maxSignBatch {
+				select {
+				case js := <-r.signs:
+					jobs = append(jobs, js...)
+					n += countSign(js)
+				default:
+					break drain
+				}
+			}
+			msgs = msgs[:0]
+			for _, j := range jobs {
+				for _, b := range j.sign {
+					if b != nil {
+						msgs = append(msgs, b)
+					}
+				}
+			}
+			sigs := auth.SignTree(r.signer.Sign, msgs)
+			if len(msgs) > 0 {
+				r.metrics.ReplySignatures.Inc()
+				r.metrics.ReplySignedMessages.Add(float64(len(msgs)))
+			}
+			for _, j := range jobs {
+				var out [][]byte
+				if j.sign != nil {
+					out = make([][]byte, len(j.sign))
+					for i, b := range j.sign {
+						if b != nil {
+							out[i], sigs = sigs[0], sigs[1:]
+						}
+					}
+				}
+				r.finishReply(j.rep, out)
+			}
+			clear(jobs)
+			clear(msgs)
 		}
 	}
 }
 
-// finishReply signs what must be signed, adds the MAC under the pairwise
-// key of the client and sends.
-func (r *Replica) finishReply(rep *bftpb.Reply, sign [][]byte) {
-	if sign != nil {
-		sigs := make([][]byte, len(sign))
-		for i, b := range sign {
+// maxSignBatch bounds the messages of one signature tree (depth 10).
+const maxSignBatch = 1024
+
+func countSign(js []signJob) int {
+	n := 0
+	for _, j := range js {
+		for _, b := range j.sign {
 			if b != nil {
-				sigs[i] = r.signer.Sign(b)
+				n++
 			}
 		}
+	}
+	return n
+}
+
+// finishReply adds the signatures, the MAC under the pairwise key of the
+// client, and sends.
+func (r *Replica) finishReply(rep *bftpb.Reply, sigs [][]byte) {
+	if sigs != nil {
 		rep.Signatures = envelope.EncodeResults(sigs)
 	}
 	key, err := r.macs.ForClient(bft.ClientID(rep.Client))

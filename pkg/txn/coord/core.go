@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/client"
 	"github.com/augustus-db/augustus/pkg/txn"
 	"github.com/augustus-db/augustus/pkg/txn/oracle"
@@ -196,7 +197,7 @@ func (c *Core) groupSigs(g bft.GroupID, sigs []client.Signed) *txn.GroupSigs {
 		if len(out.Sigs) == q {
 			break
 		}
-		if len(s.Signature) != txn.SignatureSize {
+		if !auth.ValidSignatureSize(len(s.Signature)) {
 			continue
 		}
 		if n := len(out.Sigs); n > 0 && out.Sigs[n-1].Replica == s.Replica {
@@ -204,7 +205,7 @@ func (c *Core) groupSigs(g bft.GroupID, sigs []client.Signed) *txn.GroupSigs {
 		}
 		var rs txn.ReplicaSig
 		rs.Replica = s.Replica
-		copy(rs.Sig[:], s.Signature)
+		rs.Sig = s.Signature
 		out.Sigs = append(out.Sigs, rs)
 	}
 	if len(out.Sigs) < q {

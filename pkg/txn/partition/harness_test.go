@@ -266,7 +266,7 @@ func (w *world) votes(id txn.TxnID, g bft.GroupID, dec txn.Decision, replicas ..
 	for _, r := range replicas {
 		var s txn.ReplicaSig
 		s.Replica = r
-		copy(s.Sig[:], ed25519.Sign(w.privs[g][r], w.dom.VoteBytes(id, g, dec)))
+		s.Sig = ed25519.Sign(w.privs[g][r], w.dom.VoteBytes(id, g, dec))
 		gs.Sigs = append(gs.Sigs, s)
 	}
 	return gs
@@ -277,7 +277,7 @@ func (w *world) acks(id txn.TxnID, g bft.GroupID, dec txn.Decision) txn.GroupSig
 	for _, r := range []bft.ReplicaID{1, 2} {
 		var s txn.ReplicaSig
 		s.Replica = r
-		copy(s.Sig[:], ed25519.Sign(w.privs[g][r], w.dom.AckBytes(id, g, dec)))
+		s.Sig = ed25519.Sign(w.privs[g][r], w.dom.AckBytes(id, g, dec))
 		gs.Sigs = append(gs.Sigs, s)
 	}
 	return gs

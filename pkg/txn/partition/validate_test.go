@@ -53,8 +53,8 @@ func TestRuleT4ValidateRefusesWhatNoStateCouldMakeValid(t *testing.T) {
 		"single":     single.call(),
 		"release":    txn.NewReleaseCall(multiRO.enc, txn.Commit),
 		"proof":      txn.NewProofCall(multiUp.enc, nil, txn.Commit, []txn.GroupSigs{w.acks(multiUp.id, 1, txn.Commit)}),
-		"own part":   txn.NewOutcomeCall(multiUp.enc, nil, txn.Certificate{Decision: txn.Abort, Parts: []txn.GroupSigs{{Group: 0, Sigs: []txn.ReplicaSig{{Replica: 2}, {Replica: 3}}}}}),
-		"commit own": txn.NewOutcomeCall(multiUp.enc, nil, txn.Certificate{Decision: txn.Commit, Parts: []txn.GroupSigs{{Group: 0, Sigs: []txn.ReplicaSig{{Replica: 0}, {Replica: 3}}}, w.votes(multiUp.id, 1, txn.Commit)}}),
+		"own part":   txn.NewOutcomeCall(multiUp.enc, nil, txn.Certificate{Decision: txn.Abort, Parts: []txn.GroupSigs{{Group: 0, Sigs: []txn.ReplicaSig{{Replica: 2, Sig: make([]byte, txn.SignatureSize)}, {Replica: 3, Sig: make([]byte, txn.SignatureSize)}}}}}),
+		"commit own": txn.NewOutcomeCall(multiUp.enc, nil, txn.Certificate{Decision: txn.Commit, Parts: []txn.GroupSigs{{Group: 0, Sigs: []txn.ReplicaSig{{Replica: 0, Sig: make([]byte, txn.SignatureSize)}, {Replica: 3, Sig: make([]byte, txn.SignatureSize)}}}, w.votes(multiUp.id, 1, txn.Commit)}}),
 	} {
 		require.NoError(t, g.validate(ok), name)
 	}

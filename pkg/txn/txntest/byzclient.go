@@ -211,7 +211,8 @@ func (b *ByzClient) Act(kind string) {
 				for i := 0; i < 1+b.rng().IntN(2); i++ {
 					var s txn.ReplicaSig
 					s.Replica = bft.ReplicaID(i)
-					copy(s.Sig[:], fmt.Sprintf("forged-%d", b.rng().IntN(1000)))
+					s.Sig = make([]byte, txn.SignatureSize)
+					copy(s.Sig, fmt.Sprintf("forged-%d", b.rng().IntN(1000)))
 					part.Sigs = append(part.Sigs, s)
 				}
 				cert.Parts = append(cert.Parts, part)
@@ -303,7 +304,7 @@ func groupSigs(g bft.GroupID, sigs []client.Signed) txn.GroupSigs {
 	for _, s := range sigs {
 		var rs txn.ReplicaSig
 		rs.Replica = s.Replica
-		copy(rs.Sig[:], s.Signature)
+		rs.Sig = s.Signature
 		gs.Sigs = append(gs.Sigs, rs)
 	}
 	return gs

@@ -21,6 +21,11 @@ func TestTxnSimFaultFreeBank(t *testing.T) {
 	if res.Committed == 0 || res.Checked == 0 {
 		t.Fatalf("nothing committed or checked: %+v", res)
 	}
+	// The votes and acknowledgements of one executed batch are signed as
+	// one tree, and the certificates built from them verified.
+	if res.Coverage.TreeSignedReplies == 0 {
+		t.Fatalf("no reply was signed in a tree: %+v", res.Coverage)
+	}
 }
 
 func TestTxnSimFaultFreeAppend(t *testing.T) {
