@@ -16,8 +16,11 @@
 // Signatures (DESIGN.md §3). Signer signs with deterministic Ed25519.
 // Verifier checks replica and client signatures against keys decoded once, at
 // construction: it is safe for concurrent use and does not allocate on the
-// success path. Its verification equation is the one of crypto/ed25519
-// (cofactorless, canonical S), which a differential test pins.
+// success path of a plain signature. Its verification equation is ZIP-215's
+// (verifykey.go), which a differential test pins, alone and in a Batch.
+// SignTree signs many messages with one signature (a Merkle tree's root,
+// sigtree.go); every verifier here accepts such a tree signature of a
+// message as well as a plain one, and checks each tree's root once.
 //
 // Reply MACs. A replica's reply to a client carries HMAC-SHA256 under a key
 // that both derive alone: X25519 of one's Ed25519 private key converted to a

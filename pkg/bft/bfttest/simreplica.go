@@ -390,6 +390,9 @@ func (n *simNet) Flush() {
 	if len(msgs) > 1 {
 		r.g.cov.TreeSignedReplies += uint64(len(r.toSign))
 	}
+	if t, ok := r.behavior.(TreeTamperer); ok {
+		t.TamperTree(r, sigs)
+	}
 	for _, p := range r.toSign {
 		out := make([][]byte, len(p.sign))
 		for i, b := range p.sign {
@@ -650,6 +653,13 @@ func (r *SimReplica) Tick() { r.tick() }
 // reply (signatures on the wrong vote, txn.md's Byzantine replicas).
 type SignTamperer interface {
 	TamperSign(r *SimReplica, rep *bftpb.Reply, sign [][]byte) [][]byte
+}
+
+// TreeTamperer is a Behavior that also changes its replica's reply
+// signatures once they are made (one per message signed this round, in
+// order): forged paths, one message's signature for another.
+type TreeTamperer interface {
+	TamperTree(r *SimReplica, sigs [][]byte)
 }
 
 // App returns the replica's application (nil while down).

@@ -327,9 +327,18 @@ func (c *Client) closeConns() {
 
 // replicaSignatureVerifier checks a replica's signature of a result under
 // the group's keys by the ZIP-215 rules, as the replicas verify every
-// signature (pkg/bft/auth, verifykey.go).
+// signature (pkg/bft/auth, verifykey.go). It is an auth.Verifier, whose
+// cache checks a signature tree's root once for the many results of one
+// replica's round (sigtree.go) that reach this client; keys the Verifier
+// refuses (malformed, small order) fall back to checking each signature.
 func replicaSignatureVerifier(keys []ed25519.PublicKey) func(bft.ReplicaID, []byte, []byte) bool {
+	v, err := auth.NewVerifier(auth.VerifierConfig{Replicas: keys, Policy: auth.ClientsListed})
+	if err != nil {
+		return func(r bft.ReplicaID, msg, sig []byte) bool {
+			return int(r) < len(keys) && auth.VerifySignature(keys[r], msg, sig)
+		}
+	}
 	return func(r bft.ReplicaID, msg, sig []byte) bool {
-		return int(r) < len(keys) && auth.VerifySignature(keys[r], msg, sig)
+		return v.VerifyReplica(r, msg, sig) == nil
 	}
 }

@@ -18,7 +18,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		EnvelopesSent:   prometheus.NewCounter(prometheus.CounterOpts{Name: "augustus_client_envelopes_sent_total", Help: "Signed envelopes sent."}),
 		Retransmissions: prometheus.NewCounter(prometheus.CounterOpts{Name: "augustus_client_retransmissions_total", Help: "Envelopes re-sent to every replica after a timeout."}),
-		BadReplies:      prometheus.NewCounter(prometheus.CounterOpts{Name: "augustus_client_bad_replies_total", Help: "Replies whose MAC or addressing did not verify."}),
+		BadReplies:      prometheus.NewCounter(prometheus.CounterOpts{Name: "augustus_client_bad_replies_total", Help: "Replies whose MAC, addressing or result signatures did not verify."}),
 		EnvelopeCalls:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "augustus_client_envelope_size_calls", Help: "Calls per envelope (the size of each envelope sent, in calls).", Buckets: prometheus.ExponentialBuckets(1, 2, 10)}),
 		EnvelopeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "augustus_client_envelope_latency_seconds", Help: "From sending an envelope to accepting its result.", Buckets: latency}),
 		CallLatency:     prometheus.NewHistogram(prometheus.HistogramOpts{Name: "augustus_client_call_latency_seconds", Help: "From Invoke to its result.", Buckets: latency}),

@@ -376,7 +376,8 @@ func (l *Loop) Close() {
 // reply hands a reply to the network with the bytes, per call result, that
 // the application wants signed (DESIGN.md §3.2, txn.md E9): the runtime
 // signs them after execution, and again whenever it re-sends a cached
-// reply (Ed25519 is deterministic, so the signature is the same).
+// reply (possibly in another signature tree than the first time: both
+// verify, and clients match replies on results, not signatures).
 func (l *Loop) reply(rep *bftpb.Reply) {
 	if l.cfg.Clock != nil {
 		k := arrivalKey{string(rep.Client), rep.Timestamp}

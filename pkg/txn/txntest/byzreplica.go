@@ -21,10 +21,15 @@ import (
 // matching replies, certificates of f+1 valid signatures).
 type TxnLiar struct {
 	// Mode picks the lie: "vote", "reads", "named", "sign", "refuse", or
-	// "" for any of them at random.
+	// "" for any of them at random; or "tree" (never drawn at random, so
+	// the seeds keep their meaning): its signature trees are forged, each
+	// message getting the next one's signature, a lone one a changed path
+	// or root signature.
 	Mode string
 	// Other is a transaction encoding to name falsely (mode "named").
 	Other []byte
+	// Forged, if set, counts the signatures forged in mode "tree".
+	Forged *int
 }
 
 func (l TxnLiar) Name() string                               { return "txn-liar-" + l.Mode }
@@ -123,4 +128,26 @@ func (l TxnLiar) TamperSign(r *bfttest.SimReplica, rep *bftpb.Reply, sign [][]by
 		sign[i] = dom.VoteBytes(res.ID, bft.GroupID(r.Group().ID), wrong)
 	}
 	return sign
+}
+
+// TamperTree, in mode "tree", hands each message of the round the
+// signature of the next (a valid root signature with another leaf's path)
+// and corrupts a lone signature: a client must refuse the reply (K2), and
+// no certificate may carry it (E10).
+func (l TxnLiar) TamperTree(r *bfttest.SimReplica, sigs [][]byte) {
+	if l.Mode != "tree" || len(sigs) == 0 {
+		return
+	}
+	if l.Forged != nil {
+		*l.Forged += len(sigs)
+	}
+	if len(sigs) == 1 {
+		b := slices.Clone(sigs[0])
+		b[r.Group().World().Rand().IntN(len(b))] ^= 1
+		sigs[0] = b
+		return
+	}
+	first := sigs[0]
+	copy(sigs, sigs[1:])
+	sigs[len(sigs)-1] = first
 }

@@ -37,6 +37,26 @@ func TestTxnSimFaultFreeAppend(t *testing.T) {
 	}
 }
 
+// txn.md K2, E10 with signature trees: a Byzantine replica in each group
+// forges its reply signatures — each message of a round's tree gets
+// another's signature (a valid root with the wrong path), a lone signature
+// is corrupted. Clients refuse those replies and build certificates from
+// the others; every transaction still terminates and the checkers pass.
+func TestTxnSimByzantineReplicasForgeTreeSignatures(t *testing.T) {
+	forged := 0
+	liar := TxnLiar{Mode: "tree", Forged: &forged}
+	res := Run(Options{Seed: 3, Groups: 2, F: 1, Workload: "bank", Keys: 6, Clients: 3, TxnsPerClient: 10, Callers: 2,
+		MultiGroupPct: 100, Net: bfttest.NetConfig{MinDelay: 500, MaxDelay: 3000},
+		Faulty: map[int]map[int]bfttest.Behavior{0: {1: liar}, 1: {2: liar}}})
+	t.Log(res.Summary)
+	if res.Failed() {
+		t.Fatalf("violations: %v", res.Violations)
+	}
+	if res.Committed == 0 || forged == 0 {
+		t.Fatalf("committed %d, forged signatures %d: the attack did not run", res.Committed, forged)
+	}
+}
+
 // TestTxnSimRegressionSeeds replays seeds that once failed, each with what
 // it found. They run in every `make test` whatever range the seed sweep
 // covers.
