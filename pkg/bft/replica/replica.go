@@ -411,11 +411,7 @@ func (r *Replica) runSigner(ctx context.Context) {
 					}
 				}
 			}
-			sigs := auth.SignTree(r.signer.Sign, msgs)
-			if len(msgs) > 0 {
-				r.metrics.ReplySignatures.Inc()
-				r.metrics.ReplySignedMessages.Add(float64(len(msgs)))
-			}
+			sigs := r.signTrees(msgs)
 			for _, j := range jobs {
 				var out [][]byte
 				if j.sign != nil {
@@ -436,6 +432,20 @@ func (r *Replica) runSigner(ctx context.Context) {
 
 // maxSignBatch bounds the messages of one signature tree (depth 10).
 const maxSignBatch = 1024
+
+// signTrees signs msgs in trees of at most maxSignBatch messages (one
+// round may bring more).
+func (r *Replica) signTrees(msgs [][]byte) [][]byte {
+	out := make([][]byte, 0, len(msgs))
+	for len(msgs) > 0 {
+		n := min(len(msgs), maxSignBatch)
+		out = append(out, auth.SignTree(r.signer.Sign, msgs[:n])...)
+		r.metrics.ReplySignatures.Inc()
+		r.metrics.ReplySignedMessages.Add(float64(n))
+		msgs = msgs[n:]
+	}
+	return out
+}
 
 func countSign(js []signJob) int {
 	n := 0
