@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/auth"
@@ -55,6 +57,9 @@ type benchOptions struct {
 	// `start --pprof` serves it) during the measured interval.
 	profileDir string
 	pprofBase  int
+	// rate, if positive, paces the noop and log callers to at most that
+	// many calls per second in all.
+	rate float64
 }
 
 func newBenchCommand() *cobra.Command {
@@ -125,6 +130,7 @@ whole interval, if it is shorter): the group stopped answering.
 	fl.BoolVar(&o.replicaCPU, "replica-cpu", false, "report replica CPU per PBFT batch and per call for each replica")
 	fl.StringVar(&o.profileDir, "profile", "", "pull a CPU profile of each replica of the group into this directory during the measured interval (replicas started with augustus start --pprof)")
 	fl.IntVar(&o.pprofBase, "pprof-base-port", defaultPprofBasePort, "with --profile: the k-th replica of the cluster serves pprof on 127.0.0.1:PORT+k (as augustus start --pprof)")
+	fl.Float64Var(&o.rate, "rate", 0, "noop and log: start at most this many calls per second in all, paced across the callers (0: each caller calls again as soon as its call returns)")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
@@ -159,6 +165,9 @@ type benchResult struct {
 	StallWindowSeconds    float64 `json:"stall_window_seconds"`
 	Stalled               bool    `json:"stalled"`
 	CallsPerSecond        float64 `json:"calls_per_second"`
+	// RateLimit is --rate: the calls per second the callers were paced to
+	// at most (0: unpaced).
+	RateLimit float64 `json:"rate_limit,omitempty"`
 	CallTimeoutSeconds    float64 `json:"call_timeout_seconds"`
 	// OK is false when bench exits non-zero; Problems says why.
 	OK       bool     `json:"ok"`
@@ -263,6 +272,8 @@ func checkBenchOptions(o benchOptions) error {
 		return fmt.Errorf("--inflight %d: want 0 (the client's default) or a positive number of envelopes", o.inFlight)
 	case o.pprofBase < 1 || o.pprofBase > 65535:
 		return fmt.Errorf("--pprof-base-port %d: want a port", o.pprofBase)
+	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0):
+		return fmt.Errorf("--rate %v: want 0 (unpaced) or a positive number of calls per second", o.rate)
 	}
 	switch o.progress {
 	case "auto", "bar", "lines", "off":
@@ -366,7 +377,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 
 	drain := min(o.callTimeout, maxDrain)
 	res := &benchResult{
-		Workload: o.workload, Group: o.group, Clients: o.clients, SizeBytes: o.size,
+		Workload: o.workload, Group: o.group, Clients: o.clients, SizeBytes: o.size, RateLimit: o.rate,
 		StartedAt: time.Now().UTC(), WarmupSeconds: o.warmup.Seconds(),
 		ReplicasInGroup: len(g.Replicas), NumCPU: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
 		GoVersion: runtime.Version(), CallTimeoutSeconds: o.callTimeout.Seconds(), DrainSeconds: drain.Seconds(),
@@ -403,6 +414,12 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 	// fails validation) will be rejected every time: the first one stops
 	// the run at once, warm-up included.
 	rejected := newAbort()
+	// --rate: one limiter for every caller, burst 1, so calls start evenly
+	// spaced (an offered load, as long as the callers can keep up).
+	var pace *rate.Limiter
+	if o.rate > 0 {
+		pace = rate.NewLimiter(rate.Limit(o.rate), 1)
+	}
 	callers := make([]*benchCaller, o.clients)
 	var wg sync.WaitGroup
 	for i := range callers {
@@ -412,7 +429,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bc.run(runCtx, cl, payload, o, &phase, &completed, &lastDone, rejected)
+			bc.run(runCtx, cl, payload, o, pace, &phase, &completed, &lastDone, rejected)
 		}()
 	}
 	waitCallers := func() {
@@ -605,8 +622,14 @@ func benchPayload(o benchOptions, i int) []byte {
 // call in flight. It classifies every call that ended in or after the
 // measured interval: completed, failed, timed out (--call-timeout), drained
 // (completed after the end) or outstanding (no result when ctx ended).
-func (bc *benchCaller) run(ctx context.Context, cl *client.Client, payload []byte, o benchOptions, phase *atomic.Int32, completed, lastDone *atomic.Int64, rejected *abort) {
+func (bc *benchCaller) run(ctx context.Context, cl *client.Client, payload []byte, o benchOptions, pace *rate.Limiter, phase *atomic.Int32, completed, lastDone *atomic.Int64, rejected *abort) {
 	for phase.Load() != phaseDone && ctx.Err() == nil {
+		if pace != nil && pace.Wait(ctx) != nil {
+			return // the run ended while this caller waited for its turn
+		}
+		if phase.Load() == phaseDone {
+			return
+		}
 		callCtx, cancel := context.WithTimeout(ctx, o.callTimeout)
 		start := time.Now()
 		result, err := cl.Invoke(callCtx, payload)

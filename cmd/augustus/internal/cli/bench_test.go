@@ -58,6 +58,20 @@ func TestBenchNoopReportsThroughputLatencyAndReplicaCPU(t *testing.T) {
 	}
 }
 
+// --rate paces the callers: 8 callers that could make thousands of calls
+// per second make at most the rate asked, and the report says so.
+func TestBenchRatePacesTheCallers(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	startCluster(t, dir, appNoop)
+	res, out := runBenchJSON(t, "--workload", "noop", "--dir", dir, "--clients", "8", "--size", "64", "--duration", "2s", "--warmup", "200ms", "--rate", "100")
+	require.True(t, res.OK)
+	require.Equal(t, 100.0, res.RateLimit)
+	require.Positive(t, res.Calls)
+	require.LessOrEqual(t, res.CallsPerSecond, 110.0, "paced to 100 calls/s")
+	require.GreaterOrEqual(t, res.CallsPerSecond, 50.0, "8 callers keep up with 100 calls/s")
+	require.Contains(t, out, "paced to at most 100 calls/s in all (--rate)")
+}
+
 func TestBenchLogAppendsAndChecksEachResult(t *testing.T) {
 	dir, _ := newTestCluster(t)
 	startCluster(t, dir, appLog)
@@ -93,6 +107,8 @@ func TestBenchRejectsBadFlagsBeforeTheRun(t *testing.T) {
 		{[]string{"--window", "1000"}, "--window 1000: the replicas accept at most client_window=16"},
 		{[]string{"--inflight", "-2"}, "--inflight -2: want 0"},
 		{[]string{"--pprof-base-port", "0"}, "--pprof-base-port 0: want a port"},
+		{[]string{"--rate", "-3"}, "--rate -3: want 0 (unpaced) or a positive number"},
+		{[]string{"--workload", "A", "--rate", "10"}, "--rate: paces the noop and log workloads only"},
 		{[]string{"--progress", "weird"}, `--progress "weird": want "auto", "bar", "lines" or "off"`},
 		{[]string{"--json", filepath.Join(dir, "no", "such", "dir", "r.json")}, "--json: cannot write the result: open "},
 		{[]string{"--json", dir}, "--json " + dir + ": is a directory"},

@@ -163,6 +163,8 @@ func checkTxnBenchOptions(o benchOptions, t txnBenchOptions) error {
 		return fmt.Errorf("--app %q: the %s workload runs on the transaction engine: start the replicas with --app txn", t.app, o.workload)
 	}
 	switch {
+	case o.rate != 0:
+		return fmt.Errorf("--rate: paces the noop and log workloads only; the %s workload runs its callers unpaced", o.workload)
 	case o.clients < 1:
 		return fmt.Errorf("--clients %d: need at least 1", o.clients)
 	case o.duration < 0 || (o.duration == 0 && !t.load):

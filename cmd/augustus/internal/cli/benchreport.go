@@ -60,7 +60,7 @@ func printBench(w io.Writer, r *benchResult) error {
 	}
 	rows := [][]string{
 		{"workload", fmt.Sprintf("%s, %d-byte calls, group %d, sync %s", r.Workload, r.SizeBytes, r.Group, r.Sync)},
-		{"callers", fmt.Sprintf("%d (one group client, at most %d envelopes in flight)", r.Clients, r.InFlight)},
+		{"callers", callersRow(r)},
 		{"measured", fmt.Sprintf("%.1fs after %.1fs warm-up", r.MeasuredSecs, r.WarmupSeconds)},
 		{"calls", fmt.Sprintf("%d (last completed %s; of those in flight at the end, %d finished within the %.1fs allowed)", r.Calls, last, r.DrainedCalls, r.DrainSeconds)},
 		{"calls/s", fmt.Sprintf("%.0f", r.CallsPerSecond)},
@@ -182,4 +182,12 @@ func (p *benchProgress) finish() {
 		_ = p.bar.Finish()
 		_ = p.bar.Exit()
 	}
+}
+
+func callersRow(r *benchResult) string {
+	row := fmt.Sprintf("%d (one group client, at most %d envelopes in flight)", r.Clients, r.InFlight)
+	if r.RateLimit > 0 {
+		row += fmt.Sprintf(", paced to at most %.0f calls/s in all (--rate)", r.RateLimit)
+	}
+	return row
 }
