@@ -167,8 +167,8 @@ type benchResult struct {
 	CallsPerSecond        float64 `json:"calls_per_second"`
 	// RateLimit is --rate: the calls per second the callers were paced to
 	// at most (0: unpaced).
-	RateLimit float64 `json:"rate_limit,omitempty"`
-	CallTimeoutSeconds    float64 `json:"call_timeout_seconds"`
+	RateLimit          float64 `json:"rate_limit,omitempty"`
+	CallTimeoutSeconds float64 `json:"call_timeout_seconds"`
 	// OK is false when bench exits non-zero; Problems says why.
 	OK       bool     `json:"ok"`
 	Problems []string `json:"problems,omitempty"`
