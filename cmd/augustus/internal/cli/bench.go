@@ -87,6 +87,11 @@ breaks it down replica by replica). CPU of this process is reported separately.
 On a machine that also runs the replicas, the bench competes with them for the
 CPU. The report names the cluster's durability mode ("sync" in cluster.json).
 
+--rate N paces the noop and log callers to at most N calls per second in all,
+evenly spaced: an offered load, met as long as the callers keep up. A replica's
+CPU per call falls as its PBFT batches fill, that is as the call rate rises, so
+compare two runs' CPU per call at equal rates.
+
 --profile DIR pulls a CPU profile (10s, or the measured interval if shorter) from
 each replica of the group during the measured interval and writes DIR/NAME.pprof
 (go tool pprof DIR/NAME.pprof): start the replicas with augustus start --pprof
