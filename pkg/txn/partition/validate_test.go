@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"fmt"
 	"testing"
 
@@ -8,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/txn"
 )
@@ -120,7 +123,8 @@ func FuzzValidateThenExecute(f *testing.F) {
 // differently (T4). Random envelopes of valid calls, calls with a forged
 // signature (which fail the batch and send every call back to Validate),
 // calls that fail for another reason after a deferred signature (an
-// unknown replica in a certificate's second part) and undecodable ones.
+// unknown replica in a certificate's second part), certificates of tree
+// signatures (valid, another leaf's, malformed) and undecodable ones.
 func TestRuleT4ValidateCallsGivesEachCallValidatesVerdict(t *testing.T) {
 	w := newWorld(t, 3, 4)
 	c := w.client(1)
@@ -139,6 +143,28 @@ func TestRuleT4ValidateCallsGivesEachCallValidatesVerdict(t *testing.T) {
 		badRelay := w.votes(x.id, 1, txn.Abort) // signed abort, claimed commit
 		pool = append(pool, txn.NewRelayCall(x.enc, nil, txn.Relay{Decision: txn.Commit, Votes: badRelay}))
 	}
+	// Tree signatures (pkg/bft/auth, sigtree.go) in group 1's part: valid,
+	// another leaf's (a valid root with the wrong path), and malformed
+	// inside a valid size (depth 0), which fails a batch without a
+	// signature check.
+	tr := c.build(txn.NewBuilder().Insert(k("t"), []byte("1")).Insert(highKey, []byte("1")))
+	leaves := [][]byte{w.dom.VoteBytes(tr.id, 1, txn.Commit), w.dom.VoteBytes(tr.id, 1, txn.Abort), w.dom.AckBytes(tr.id, 1, txn.Commit)}
+	for _, mk := range []func(tree [][]byte) []byte{
+		func(tree [][]byte) []byte { return tree[0] },
+		func(tree [][]byte) []byte { return tree[1] },
+		func(tree [][]byte) []byte { b := bytes.Clone(tree[0]); b[txn.SignatureSize] = 0; return b },
+	} {
+		cert := w.commitCert(tr)
+		for i := range cert.Parts[1].Sigs {
+			priv := w.privs[1][cert.Parts[1].Sigs[i].Replica]
+			cert.Parts[1].Sigs[i].Sig = mk(auth.SignTree(func(m []byte) []byte { return ed25519.Sign(priv, m) }, leaves))
+		}
+		pool = append(pool, txn.NewOutcomeCall(tr.enc, nil, cert))
+	}
+	treeCalls := pool[len(pool)-3:]
+	require.NoError(t, e.Validate(treeCalls[0]), "a certificate of tree signatures")
+	require.ErrorIs(t, e.Validate(treeCalls[1]), txn.ErrSignature, "another leaf's path")
+	require.ErrorIs(t, e.Validate(treeCalls[2]), txn.ErrSignature, "a malformed tree signature")
 	three := c.build(txn.NewBuilder().Insert(k("b"), []byte("1")).Insert(highKey, []byte("1")).Insert([]byte{0xc0}, []byte("1")))
 	late := w.commitCert(three)
 	late.Parts[1].Sigs[1].Sig[0] ^= 1                // a forged signature in part 1 …
@@ -146,22 +172,31 @@ func TestRuleT4ValidateCallsGivesEachCallValidatesVerdict(t *testing.T) {
 	pool = append(pool, txn.NewOutcomeCall(three.enc, nil, late), txn.NewOutcomeCall(three.enc, nil, w.commitCert(three)),
 		[]byte("junk"), txn.NewQueryCall(0))
 
+	same := func(t require.TestingT, calls [][]byte) {
+		got := e.ValidateCalls(calls)
+		require.Len(t, got, len(calls))
+		for i, call := range calls {
+			want := e.Validate(call)
+			if want == nil {
+				require.NoError(t, got[i], "call %d", i)
+				continue
+			}
+			require.Error(t, got[i], "call %d: Validate says %v", i, want)
+			require.Equal(t, want.Error(), got[i].Error(), "call %d", i)
+		}
+	}
+	// Every call of the pool alone and beside two others (rapid's draws
+	// favour small indexes, so the end of the pool needs this sweep).
+	for i := range pool {
+		same(t, [][]byte{pool[i]})
+		same(t, [][]byte{pool[(i+1)%len(pool)], pool[i], pool[(i+7)%len(pool)]})
+	}
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(2, 12).Draw(rt, "n")
 		calls := make([][]byte, n)
 		for i := range calls {
 			calls[i] = pool[rapid.IntRange(0, len(pool)-1).Draw(rt, "call")]
 		}
-		got := e.ValidateCalls(calls)
-		require.Len(rt, got, n)
-		for i, call := range calls {
-			want := e.Validate(call)
-			if want == nil {
-				require.NoError(rt, got[i], "call %d", i)
-				continue
-			}
-			require.Error(rt, got[i], "call %d: Validate says %v", i, want)
-			require.Equal(rt, want.Error(), got[i].Error(), "call %d", i)
-		}
+		same(rt, calls)
 	})
 }
