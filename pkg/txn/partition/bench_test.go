@@ -1,10 +1,12 @@
 package partition
 
 import (
+	"crypto/ed25519"
 	"encoding/binary"
 	"testing"
 
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/txn"
 )
@@ -220,9 +222,37 @@ func BenchmarkExecuteAndCommitWorkloadA(b *testing.B) {
 // ValidateCalls (one batch verification of the 64 signatures of group 1).
 // Every iteration has its own certificates: the verifier remembers the
 // signatures it verified.
-func benchValidateEnvelope(b *testing.B, together bool) {
+func benchValidateEnvelope(b *testing.B, together bool) { benchValidateEnvelopeOf(b, together, false) }
+
+// benchValidateEnvelopeOf is benchValidateEnvelope; with trees, group 1's
+// votes of each envelope's 32 transactions are signed as one signature tree
+// per replica (pkg/bft/auth, sigtree.go), as group 1's replicas sign the
+// votes of one round.
+func benchValidateEnvelopeOf(b *testing.B, together, trees bool) {
 	w := newWorld(b, 2, 4)
-	calls := benchOutcomeCalls(w, 32*b.N)
+	var calls [][]byte
+	if trees {
+		xs, certs := benchCommitted(w, 32*b.N)
+		for start := 0; start < len(xs); start += 32 {
+			part := certs[start : start+32]
+			for i := range part[0].Parts[1].Sigs {
+				r := part[0].Parts[1].Sigs[i].Replica
+				msgs := make([][]byte, len(part))
+				for j := range part {
+					msgs[j] = w.dom.VoteBytes(xs[start+j].id, 1, txn.Commit)
+				}
+				sigs := auth.SignTree(func(m []byte) []byte { return ed25519.Sign(w.privs[1][r], m) }, msgs)
+				for j := range part {
+					part[j].Parts[1].Sigs[i].Sig = sigs[j]
+				}
+			}
+		}
+		for i, x := range xs {
+			calls = append(calls, txn.NewOutcomeCall(x.enc, nil, certs[i]))
+		}
+	} else {
+		calls = benchOutcomeCalls(w, 32*b.N)
+	}
 	envs := make([][][]byte, b.N)
 	for n := range envs {
 		envs[n] = calls[32*n : 32*(n+1)]
@@ -249,3 +279,6 @@ func benchValidateEnvelope(b *testing.B, together bool) {
 
 func BenchmarkValidateEnvelopeOf32CertificatesOneByOne(b *testing.B) { benchValidateEnvelope(b, false) }
 func BenchmarkValidateEnvelopeOf32CertificatesTogether(b *testing.B) { benchValidateEnvelope(b, true) }
+func BenchmarkValidateEnvelopeOf32TreeSignedCertificatesTogether(b *testing.B) {
+	benchValidateEnvelopeOf(b, true, true)
+}
