@@ -15,7 +15,6 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
-	"github.com/augustus-db/augustus/pkg/bft/envelope"
 	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/storage"
 )
@@ -45,7 +44,7 @@ type SimReplica struct {
 	// toSign are the replies of this round waiting for their signatures:
 	// Flush signs them as one tree, as production's signer does with the
 	// replies waiting for it (pkg/bft/replica).
-	toSign []pendingReply
+	toSign []host.PendingReply
 	up     bool
 	// incarnation counts starts: events scheduled for an earlier
 	// incarnation find it changed and do nothing.
@@ -354,15 +353,10 @@ func (n *simNet) Reply(rep *bftpb.Reply, sign [][]byte) {
 		}
 	}
 	if sign != nil {
-		r.toSign = append(r.toSign, pendingReply{rep, sign})
+		r.toSign = append(r.toSign, host.PendingReply{Rep: rep, Sign: sign})
 		return
 	}
 	n.sendReply(rep)
-}
-
-type pendingReply struct {
-	rep  *bftpb.Reply
-	sign [][]byte
 }
 
 // Flush, at the end of each of the loop's rounds, signs the round's replies
@@ -378,14 +372,7 @@ func (n *simNet) Flush() {
 	if len(r.toSign) == 0 {
 		return
 	}
-	var msgs [][]byte
-	for _, p := range r.toSign {
-		for _, b := range p.sign {
-			if b != nil {
-				msgs = append(msgs, b)
-			}
-		}
-	}
+	msgs := host.AppendSignBytes(nil, r.toSign)
 	sigs := auth.SignTree(r.g.Keys.ReplicaSigner(r.id).Sign, msgs)
 	if len(msgs) > 1 {
 		r.g.cov.TreeSignedReplies += uint64(len(r.toSign))
@@ -393,15 +380,9 @@ func (n *simNet) Flush() {
 	if t, ok := r.behavior.(TreeTamperer); ok {
 		t.TamperTree(r, sigs)
 	}
+	host.AttachSignatures(r.toSign, sigs)
 	for _, p := range r.toSign {
-		out := make([][]byte, len(p.sign))
-		for i, b := range p.sign {
-			if b != nil {
-				out[i], sigs = sigs[0], sigs[1:]
-			}
-		}
-		p.rep.Signatures = envelope.EncodeResults(out)
-		n.sendReply(p.rep)
+		n.sendReply(p.Rep)
 	}
 	r.toSign = r.toSign[:0]
 }

@@ -103,7 +103,7 @@ func (h handler) OnRequest(ctx context.Context, req *bftpb.Request, _ *transport
 		// the rejection on f+1 matching replies and tells its caller at once.
 		// A request whose client id is not a public key cannot be answered
 		// (there is no key to MAC under); finishReply drops it.
-		h.r.finishReply(host.Rejection(h.r.dom, h.r.id, req, err), nil)
+		h.r.finishReply(host.Rejection(h.r.dom, h.r.id, req, err))
 		return
 	}
 	select {

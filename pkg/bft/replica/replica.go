@@ -12,7 +12,6 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/bftpb"
-	"github.com/augustus-db/augustus/pkg/bft/envelope"
 	"github.com/augustus-db/augustus/pkg/bft/host"
 	"github.com/augustus-db/augustus/pkg/bft/transport"
 	"github.com/augustus-db/augustus/pkg/bft/transport/transportpb"
@@ -56,8 +55,8 @@ type Replica struct {
 	done  chan *host.JobResult
 	// signs feeds the reply signers, each element the replies of one of
 	// the loop's rounds; toSign collects the round's (loop goroutine only).
-	signs  chan []signJob
-	toSign []signJob
+	signs  chan []host.PendingReply
+	toSign []host.PendingReply
 	// stop is closed when Run ends, so that Submit never blocks forever.
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -77,11 +76,6 @@ type Replica struct {
 type input struct {
 	msgs []*bftpb.Message
 	req  *bftpb.Request
-}
-
-type signJob struct {
-	rep  *bftpb.Reply
-	sign [][]byte
 }
 
 // jobQueue bounds the jobs waiting for the executor; a full queue makes the
@@ -135,7 +129,7 @@ func New(cfg Config) (*Replica, error) {
 		jobs:             make(chan *host.Job, jobQueue),
 		syncs:            make(chan *host.Job, 1),
 		done:             make(chan *host.JobResult, jobQueue+2),
-		signs:            make(chan []signJob, 1024),
+		signs:            make(chan []host.PendingReply, 1024),
 		stop:             make(chan struct{}),
 		ready:            make(chan struct{}),
 	}
@@ -369,10 +363,10 @@ func (n *replicaNet) Flush() {
 func (n *replicaNet) Reply(rep *bftpb.Reply, sign [][]byte) {
 	r := (*Replica)(n)
 	if sign == nil {
-		r.finishReply(rep, nil)
+		r.finishReply(rep)
 		return
 	}
-	r.toSign = append(r.toSign, signJob{rep, sign})
+	r.toSign = append(r.toSign, host.PendingReply{Rep: rep, Sign: sign})
 }
 
 // runSigner signs replies. It takes every job waiting (up to maxSignBatch
@@ -383,7 +377,7 @@ func (n *replicaNet) Reply(rep *bftpb.Reply, sign [][]byte) {
 // load a job waits for no other: a lone message is signed plain.
 func (r *Replica) runSigner(ctx context.Context) {
 	var (
-		jobs []signJob
+		jobs []host.PendingReply
 		msgs [][]byte
 	)
 	for {
@@ -392,37 +386,20 @@ func (r *Replica) runSigner(ctx context.Context) {
 			return
 		case js := <-r.signs:
 			jobs = append(jobs[:0], js...)
-			n := countSign(js)
+			msgs = host.AppendSignBytes(msgs[:0], js)
 		drain:
-			for n < maxSignBatch {
+			for len(msgs) < maxSignBatch {
 				select {
 				case js := <-r.signs:
 					jobs = append(jobs, js...)
-					n += countSign(js)
+					msgs = host.AppendSignBytes(msgs, js)
 				default:
 					break drain
 				}
 			}
-			msgs = msgs[:0]
+			host.AttachSignatures(jobs, r.signTrees(msgs))
 			for _, j := range jobs {
-				for _, b := range j.sign {
-					if b != nil {
-						msgs = append(msgs, b)
-					}
-				}
-			}
-			sigs := r.signTrees(msgs)
-			for _, j := range jobs {
-				var out [][]byte
-				if j.sign != nil {
-					out = make([][]byte, len(j.sign))
-					for i, b := range j.sign {
-						if b != nil {
-							out[i], sigs = sigs[0], sigs[1:]
-						}
-					}
-				}
-				r.finishReply(j.rep, out)
+				r.finishReply(j.Rep)
 			}
 			clear(jobs)
 			clear(msgs)
@@ -447,24 +424,9 @@ func (r *Replica) signTrees(msgs [][]byte) [][]byte {
 	return out
 }
 
-func countSign(js []signJob) int {
-	n := 0
-	for _, j := range js {
-		for _, b := range j.sign {
-			if b != nil {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// finishReply adds the signatures, the MAC under the pairwise key of the
-// client, and sends.
-func (r *Replica) finishReply(rep *bftpb.Reply, sigs [][]byte) {
-	if sigs != nil {
-		rep.Signatures = envelope.EncodeResults(sigs)
-	}
+// finishReply adds the MAC under the pairwise key of the client (over the
+// signatures too, if any) and sends.
+func (r *Replica) finishReply(rep *bftpb.Reply) {
 	key, err := r.macs.ForClient(bft.ClientID(rep.Client))
 	if err != nil {
 		r.log.Debug("no MAC key for client", "err", err)
