@@ -181,6 +181,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("client: MAC key for replica %d: %w", i, err)
 		}
 	}
+	verifySig, err := replicaSignatureVerifier(keys)
+	if err != nil {
+		return nil, err
+	}
 	core := CoreConfig{
 		ID: c.id, F: cfg.Cluster.F, N: len(keys), Domain: dom, Sign: signer.Sign,
 		VerifyReply: func(rep *bftpb.Reply) bool {
@@ -191,7 +195,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			return ok
 		},
 		SignBytes:       cfg.SignBytes,
-		VerifySignature: replicaSignatureVerifier(keys),
+		VerifySignature: verifySig,
 		Window:          cfg.Window, InFlight: cfg.InFlight, Timeout: cfg.Timeout,
 		MaxEnvelopeCalls: cfg.MaxEnvelopeCalls, MaxEnvelopeBytes: cfg.MaxEnvelopeBytes, Metrics: cfg.Metrics,
 	}
@@ -329,16 +333,15 @@ func (c *Client) closeConns() {
 // the group's keys by the ZIP-215 rules, as the replicas verify every
 // signature (pkg/bft/auth, verifykey.go). It is an auth.Verifier, whose
 // cache checks a signature tree's root once for the many results of one
-// replica's round (sigtree.go) that reach this client; keys the Verifier
-// refuses (malformed, small order) fall back to checking each signature.
-func replicaSignatureVerifier(keys []ed25519.PublicKey) func(bft.ReplicaID, []byte, []byte) bool {
+// replica's round (sigtree.go) that reach this client. The cluster file's
+// keys always pass its checks (cluster.GroupKeys parses them with
+// auth.ParsePublicKey and refuses duplicates).
+func replicaSignatureVerifier(keys []ed25519.PublicKey) (func(bft.ReplicaID, []byte, []byte) bool, error) {
 	v, err := auth.NewVerifier(auth.VerifierConfig{Replicas: keys, Policy: auth.ClientsListed})
 	if err != nil {
-		return func(r bft.ReplicaID, msg, sig []byte) bool {
-			return int(r) < len(keys) && auth.VerifySignature(keys[r], msg, sig)
-		}
+		return nil, fmt.Errorf("client: replica keys: %w", err)
 	}
 	return func(r bft.ReplicaID, msg, sig []byte) bool {
 		return v.VerifyReplica(r, msg, sig) == nil
-	}
+	}, nil
 }

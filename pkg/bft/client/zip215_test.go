@@ -22,7 +22,8 @@ func TestClientAcceptsZIP215SignaturesLikeTheReplicas(t *testing.T) {
 		privs = append(privs, priv)
 		keys = append(keys, auth.PublicKeyOf(priv))
 	}
-	verify := replicaSignatureVerifier(keys)
+	verify, err := replicaSignatureVerifier(keys)
+	require.NoError(t, err)
 	msg := []byte("a vote to sign")
 	sig := zip215test.Sign(privs[2], msg)
 	require.False(t, ed25519.Verify(keys[2], msg, sig))

@@ -125,34 +125,14 @@ func TestBenchTxnSuite(t *testing.T) {
 		callBytes = a1.Runs[0].CallBytesSingle
 	}
 	dirN, stop := s.txnCluster(1, appNoop)
-	noopJSON := filepath.Join(t.TempDir(), "noop.json")
-	noopArgs := append(append([]string{"bench"}, s.runArgs(dirN, 32)...), "--workload", "noop", "--size", fmt.Sprint(callBytes),
-		"--json", noopJSON, "--progress", "off")
-	code, out, stderr := runMain(t, noopArgs...)
-	t.Logf("noop, 1 group:\n%s", out)
-	if code != 0 {
-		s.problems = append(s.problems, "noop baseline: "+lastLine(stderr))
-	}
-	var noop benchResult
-	if data, err := os.ReadFile(noopJSON); err == nil {
-		require.NoError(t, json.Unmarshal(data, &noop))
-	}
+	noop := s.noopBench("noop baseline", append(s.runArgs(dirN, 32), "--size", fmt.Sprint(callBytes))...)
 	// The same noop calls offered at the rate the transactions ran at: CPU
 	// per call falls as PBFT batches fill, and 32 noop callers call faster
 	// than 32 transaction callers, so this compares the two at equal load.
 	var noopAtRate benchResult
 	if len(a1.Runs) > 0 && a1.Runs[0].TxnPerSecond >= 1 {
-		jsonPath := filepath.Join(t.TempDir(), "noop-rate.json")
-		args := append(append([]string{"bench"}, s.runArgs(dirN, 64)...), "--workload", "noop", "--size", fmt.Sprint(callBytes),
-			"--rate", fmt.Sprintf("%.0f", a1.Runs[0].TxnPerSecond), "--json", jsonPath, "--progress", "off")
-		code, out, stderr := runMain(t, args...)
-		t.Logf("noop at the transactions' rate, 1 group:\n%s", out)
-		if code != 0 {
-			s.problems = append(s.problems, "noop at the transactions' rate: "+lastLine(stderr))
-		}
-		if data, err := os.ReadFile(jsonPath); err == nil {
-			require.NoError(t, json.Unmarshal(data, &noopAtRate))
-		}
+		noopAtRate = s.noopBench("noop at the transactions' rate", append(s.runArgs(dirN, 64), "--size", fmt.Sprint(callBytes),
+			"--rate", fmt.Sprintf("%.0f", a1.Runs[0].TxnPerSecond))...)
 	}
 	stop()
 
@@ -252,6 +232,24 @@ func TestBenchTxnSuite(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(*benchTxnOut, []byte(w.String()), 0o644))
 	t.Logf("wrote %s", *benchTxnOut)
+}
+
+// noopBench runs bench --workload noop with args on a 1-group noop cluster
+// and returns its result (zero if it wrote none); a failed run is one of
+// the suite's problems, named what.
+func (s *suite) noopBench(what string, args ...string) benchResult {
+	s.t.Helper()
+	jsonPath := filepath.Join(s.t.TempDir(), "noop.json")
+	code, out, stderr := runMain(s.t, append(append([]string{"bench", "--workload", "noop"}, args...), "--json", jsonPath, "--progress", "off")...)
+	s.t.Logf("%s, 1 group:\n%s", what, out)
+	if code != 0 {
+		s.problems = append(s.problems, what+": "+lastLine(stderr))
+	}
+	var res benchResult
+	if data, err := os.ReadFile(jsonPath); err == nil {
+		require.NoError(s.t, json.Unmarshal(data, &res))
+	}
+	return res
 }
 
 func (s *suite) goals(a1, a2, a4 txnBenchReport, noop, noopAtRate benchResult, fig5 txnBenchReport) {
