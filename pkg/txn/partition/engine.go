@@ -277,7 +277,24 @@ func (e *Engine) loadRecord(r reader, id txn.TxnID) (*record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition: record %s: %w", id, err)
 	}
+	if err := loadProven(r, id, rec); err != nil {
+		return nil, err
+	}
 	return rec, nil
+}
+
+// loadProven sets rec.proven from the proof marker (W2) of a record that
+// needs one.
+func loadProven(r reader, id txn.TxnID, rec *record) error {
+	if rec.proven || !rec.needsProof() || rec.state != txn.StateTerminated {
+		return nil
+	}
+	_, ok, err := get(r, storage.TxnRecords, provenKey(id))
+	if err != nil {
+		return fmt.Errorf("partition: read proof mark of %s: %w", id, err)
+	}
+	rec.proven = ok
+	return nil
 }
 
 func (e *Engine) putRecord(w *storage.Batch, id txn.TxnID, rec *record) error {

@@ -38,6 +38,11 @@ func Inspect(r host.Reader) ([]RecordInfo, error) {
 		if err != nil {
 			return err
 		}
+		var id txn.TxnID
+		copy(id[:], k[1:])
+		if err := loadProven(r, id, rec); err != nil {
+			return err
+		}
 		info := RecordInfo{State: rec.state, Multi: rec.multi, Update: rec.update, Meta: rec.meta, Owner: rec.owner,
 			Nonce: rec.nonce, Vote: rec.vote, Outcome: rec.outcome, Proven: rec.proven, Txn: rec.txn}
 		copy(info.ID[:], k[1:])

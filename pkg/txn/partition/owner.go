@@ -83,6 +83,11 @@ func (e *Engine) raise(w *storage.Batch, owner bft.ClientID, stated uint64) (own
 		if err := w.Delete(storage.TxnRecords, nonceKey(owner, p.nonce)); err != nil {
 			return s, fmt.Errorf("partition: delete nonce index: %w", err)
 		}
+		if rec.needsProof() {
+			if err := w.Delete(storage.TxnRecords, provenKey(p.id)); err != nil {
+				return s, fmt.Errorf("partition: delete proof mark: %w", err)
+			}
+		}
 	}
 	if next > s.w {
 		s.w = next

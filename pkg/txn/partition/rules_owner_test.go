@@ -1,11 +1,13 @@
 package partition
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/augustus-db/augustus/pkg/bft"
+	"github.com/augustus-db/augustus/pkg/storage"
 	"github.com/augustus-db/augustus/pkg/txn"
 )
 
@@ -179,6 +181,52 @@ func TestRuleW2UnprovenRecordsCountAgainstTheWindow(t *testing.T) {
 	res := g.mustCall(c.id, c.at(2, 2, txn.NewBuilder().Insert(k("z"), []byte("1"))).call())
 	requireVote(t, res, txn.Abort, txn.ReasonBeyondWindow)
 	require.Zero(t, res.Watermark)
+}
+
+// txn.md W2, E11: a termination proof marks the record with a small key of
+// its own instead of rewriting it, and the record holds no certificate: the
+// record's bytes are the same before and after the proof, the mark makes the
+// watermark pass it (and survives a restart), and the mark goes with the
+// record.
+func TestRuleW2ProofMarksTheRecordWithoutRewritingIt(t *testing.T) {
+	w := smallWindow(t, 4)
+	c := w.client(1)
+	g := w.groups[0]
+	raw := func(key []byte) ([]byte, bool) {
+		v, err := g.replicas[0].store.Get(storage.TxnRecords, key)
+		if err != nil {
+			require.ErrorIs(t, err, storage.ErrNotFound)
+			return nil, false
+		}
+		return bytes.Clone(v), true
+	}
+	x := c.at(0, 0, txn.NewBuilder().Insert(k("a"), []byte("1")).Insert(highKey, []byte("2")))
+	c.sendAll(x)
+	cert := w.commitCert(x)
+	c.finish(x, cert)
+	terminated, ok := raw(recordKey(x.id))
+	require.True(t, ok)
+	require.NotContains(t, string(terminated), string(cert.Parts[0].Sigs[0].Sig), "the record keeps no certificate")
+	_, marked := raw(provenKey(x.id))
+	require.False(t, marked)
+	require.True(t, g.record(x.id).blocksWatermark())
+
+	res := g.mustCall(c.id, txn.NewProofCall(x.enc, nil, txn.Commit, []txn.GroupSigs{w.acks(x.id, 1, txn.Commit)}))
+	require.Equal(t, txn.ResultProofAck, res.Kind)
+	after, _ := raw(recordKey(x.id))
+	require.Equal(t, terminated, after, "the proof does not rewrite the record")
+	_, marked = raw(provenKey(x.id))
+	require.True(t, marked)
+	require.True(t, g.record(x.id).proven)
+
+	g.replicas[0].restart(t, w, g.id)
+	require.True(t, g.record(x.id).proven, "the mark is in the store")
+	res = g.mustCall(c.id, c.at(1, 1, txn.NewBuilder().Insert(k("b"), []byte("1"))).call())
+	require.Equal(t, uint64(1), res.Watermark)
+	_, ok = raw(recordKey(x.id))
+	require.False(t, ok)
+	_, marked = raw(provenKey(x.id))
+	require.False(t, marked, "the mark is deleted with the record")
 }
 
 // txn.md W2: a termination proof is refused while the transaction is

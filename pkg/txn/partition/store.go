@@ -16,6 +16,7 @@ import (
 // moved by state transfer, E11):
 //
 //	'r' id(32)              → record
+//	'v' id(32)              → empty        the owner's termination proof arrived (W2)
 //	'n' owner(32) nonce(8)  → id(32)       the owner's nonce index (E2, W1, W3)
 //	'o' owner(32)           → owner state  watermark w and abort mark b (W1, E2)
 //	'p' order(8)            → id(32)       pending and queued records in delivery order (E3, E11)
@@ -29,12 +30,22 @@ const (
 	prefixNonce   = 'n'
 	prefixOwner   = 'o'
 	prefixPending = 'p'
+	prefixProven  = 'v'
 )
 
 var keyOrder = []byte{'c'}
 
 func recordKey(id txn.TxnID) []byte {
 	return append([]byte{prefixRecord}, id[:]...)
+}
+
+// provenKey marks a terminated multi-group update whose termination proof
+// arrived (W2). A proof writes this small key instead of rewriting the
+// record: the record, with the transaction and its reads, is the largest
+// value of the keyspace, and every byte written there is digested (LtHash)
+// and compacted again; the marker is deleted with the record.
+func provenKey(id txn.TxnID) []byte {
+	return append([]byte{prefixProven}, id[:]...)
 }
 
 func nonceKey(owner bft.ClientID, nonce uint64) []byte {
@@ -127,11 +138,11 @@ type record struct {
 	// returned verbatim on re-delivery (E1).
 	vote txn.Decision
 	body []byte
-	// outcome and proven describe a terminated record (E10, W2); cert is
-	// the certificate that terminated it, if any.
+	// outcome and proven describe a terminated record (E10, W2). proven
+	// is the record's flag (records of earlier builds) or the marker under
+	// provenKey, which loadRecord reads.
 	outcome txn.Decision
 	proven  bool
-	cert    []byte
 	locks   []lock
 	updates []update
 }
@@ -144,8 +155,13 @@ func (r *record) blocksWatermark() bool {
 	case txn.StatePending, txn.StateQueued:
 		return true
 	}
-	return r.multi && r.update && r.vote == txn.Commit && !r.proven
+	return r.needsProof() && !r.proven
 }
+
+// needsProof reports whether the record waits for its owner's termination
+// proof before the watermark may pass it (W2): a multi-group update on which
+// this group voted commit.
+func (r *record) needsProof() bool { return r.multi && r.update && r.vote == txn.Commit }
 
 // named returns the record as a transaction to recover (E3, M4).
 func (r *record) named() txn.Named { return txn.Named{Txn: r.txn, Admin: r.admin} }
@@ -153,7 +169,7 @@ func (r *record) named() txn.Named { return txn.Named{Txn: r.txn, Admin: r.admin
 const recordFormat = 1
 
 func (r *record) encode() []byte {
-	n := 64 + len(r.txn) + len(r.body) + len(r.cert)
+	n := 64 + len(r.txn) + len(r.body)
 	for _, l := range r.locks {
 		n += 12 + len(l.Start) + len(l.End)
 	}
@@ -188,7 +204,11 @@ func (r *record) encode() []byte {
 		b = append(b, r.admin.Sig[:]...)
 	}
 	b = wire.AppendBytes(b, r.body)
-	b = wire.AppendBytes(b, r.cert)
+	// The certificate's place: always empty now. A certificate is verified
+	// (Validate) and consumed when its outcome applies; the record keeps
+	// the outcome, and nothing ever read the certificate back, while it
+	// was most of a terminated record's bytes (docs/txn.md, E11).
+	b = wire.AppendBytes(b, nil)
 	b = wire.AppendUvarint(b, uint64(len(r.locks)))
 	for _, l := range r.locks {
 		b = append(b, byte(l.Mode))
@@ -240,7 +260,7 @@ func decodeRecord(b []byte) (*record, error) {
 		copy(r.admin.Sig[:], rd.Fixed("admin sig", txn.SignatureSize))
 	}
 	r.body = rd.Bytes("body", 0)
-	r.cert = rd.Bytes("cert", 0)
+	_ = rd.Bytes("cert", 0) // written by earlier builds; not used
 	nl := rd.Count("locks", 3, 0)
 	if nl > 0 {
 		r.locks = make([]lock, nl)

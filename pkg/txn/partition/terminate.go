@@ -10,7 +10,7 @@ import (
 // terminate ends a pending transaction with an outcome: its buffered updates
 // apply (commit) or are discarded (abort), its locks go, and the queue may
 // drain (M4).
-func (e *Engine) terminate(w *storage.Batch, id txn.TxnID, rec *record, outcome txn.Decision, cert []byte) error {
+func (e *Engine) terminate(w *storage.Batch, id txn.TxnID, rec *record, outcome txn.Decision) error {
 	if outcome == txn.Commit {
 		if err := e.apply(w, rec.updates); err != nil {
 			return err
@@ -20,7 +20,7 @@ func (e *Engine) terminate(w *storage.Batch, id txn.TxnID, rec *record, outcome 
 	if err := w.Delete(storage.TxnRecords, pendingKey(rec.order)); err != nil {
 		return fmt.Errorf("partition: pending index: %w", err)
 	}
-	rec.state, rec.outcome, rec.cert = txn.StateTerminated, outcome, cert
+	rec.state, rec.outcome = txn.StateTerminated, outcome
 	rec.locks, rec.updates = nil, nil
 	e.pending--
 	e.metrics.terminated(kindOf(rec), outcome)
@@ -58,7 +58,7 @@ func (e *Engine) outcome(w *storage.Batch, d *delivery) ([]byte, error) {
 		}
 		switch rec.state {
 		case txn.StatePending:
-			if err := e.terminate(w, d.id, rec, cert.Decision, d.c.Cert.Encode()); err != nil {
+			if err := e.terminate(w, d.id, rec, cert.Decision); err != nil {
 				return nil, err
 			}
 			return e.ack(w, d, cert.Decision, true)
@@ -153,7 +153,7 @@ func (e *Engine) release(w *storage.Batch, d *delivery) ([]byte, error) {
 		return e.ack(w, d, txn.Abort, false)
 	}
 	if rec.state == txn.StatePending {
-		if err := e.terminate(w, d.id, rec, d.c.Decision, nil); err != nil {
+		if err := e.terminate(w, d.id, rec, d.c.Decision); err != nil {
 			return nil, err
 		}
 		return e.ack(w, d, d.c.Decision, false)
@@ -177,10 +177,9 @@ func (e *Engine) proof(w *storage.Batch, d *delivery) ([]byte, error) {
 		case rec.outcome != d.c.Decision:
 			return e.refuse(w, d, txn.RefuseOutcomeMismatch, fmt.Sprintf("%s terminated here with %s, the proof says %s", d.id, rec.outcome, d.c.Decision))
 		}
-		if !rec.proven {
-			rec.proven = true
-			if err := e.putRecord(w, d.id, rec); err != nil {
-				return nil, err
+		if rec.needsProof() && !rec.proven {
+			if err := w.Set(storage.TxnRecords, provenKey(d.id), nil); err != nil {
+				return nil, fmt.Errorf("partition: write proof mark of %s: %w", d.id, err)
 			}
 		}
 	}
