@@ -45,6 +45,9 @@ type Options struct {
 	// stagingFileSize is the target size of the sstables InstallCheckpoint
 	// stages; 0 means defaultStagingFileSize. Tests lower it.
 	stagingFileSize int64
+	// noCompactions turns pebble's automatic compactions off (tests of the
+	// compaction gauges).
+	noCompactions bool
 }
 
 // DefaultCacheSize is the block cache size used when Options.CacheSize is 0.
@@ -147,6 +150,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.MemTableSize != 0 {
 		popts.MemTableSize = opts.MemTableSize
 	}
+	popts.DisableAutomaticCompactions = opts.noCompactions
 	popts.EnsureDefaults()
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
@@ -174,6 +178,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 		}
 	}
+	opts.Metrics.attach(e)
 	return e, nil
 }
 
@@ -305,6 +310,9 @@ func (e *Engine) Close() error {
 		return ErrClosed
 	}
 	e.closed = true
+	if e.metrics != nil {
+		e.metrics.lsm.CompareAndSwap(e, nil)
+	}
 	e.snapMu.Lock()
 	snaps := make([]*Snapshot, 0, len(e.snaps))
 	for s := range e.snaps {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"io"
 	"testing"
 
@@ -85,6 +86,8 @@ func TestMetricNamesFollowTheConvention(t *testing.T) {
 		"augustus_storage_wal_sync_duration_seconds",
 		"augustus_storage_fsyncs_total",
 		"augustus_storage_checkpoint_installs_total",
+		"augustus_storage_compaction_debt_bytes",
+		"augustus_storage_compactions_running",
 	}, names)
 }
 
@@ -97,4 +100,45 @@ func TestNilMetricsRecordNothingAndUnregisteredMetricsWork(t *testing.T) {
 	})
 	e := openOn(t, vfs.NewMem(), "db", Options{Metrics: NewMetrics(nil)})
 	commit(t, e, true, func(b *Batch) { require.NoError(t, b.Set(UserData, []byte("k"), nil)) })
+}
+
+// The compaction gauges read the open engine's LSM: flushed tables that
+// overlap in L0 above a base level are debt until compacted (automatic
+// compactions are off here, so it stays), and a closed engine reads 0.
+func TestCompactionGaugesReadTheOpenEnginesBacklog(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	gauge := func(name string) float64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("no metric %s", name)
+		return 0
+	}
+	m := NewMetrics(reg)
+	require.Zero(t, gauge("augustus_storage_compaction_debt_bytes"), "no engine open yet")
+	e := openOn(t, vfs.NewMem(), "db", Options{Metrics: m, noCompactions: true})
+	fill := func(table int) {
+		commit(t, e, false, func(b *Batch) {
+			for i := range 2000 {
+				require.NoError(t, b.Set(UserData, fmt.Appendf(nil, "key-%05d-%d", i, table), make([]byte, 100)))
+			}
+		})
+		require.NoError(t, e.db.Flush())
+	}
+	// A base level (pebble counts debt only when L0 has an Lbase below it
+	// to merge into), then overlapping tables in L0 above it.
+	fill(0)
+	require.NoError(t, e.db.Compact(t.Context(), []byte{0}, []byte{0xff}, false))
+	require.Zero(t, gauge("augustus_storage_compaction_debt_bytes"), "one compacted level: nothing to do")
+	for table := 1; table <= 4; table++ {
+		fill(table)
+	}
+	require.Greater(t, gauge("augustus_storage_compaction_debt_bytes"), 1e5, "4 overlapping L0 tables to merge into the base level")
+	require.Zero(t, gauge("augustus_storage_compactions_running"))
+	require.NoError(t, e.Close())
+	require.Zero(t, gauge("augustus_storage_compaction_debt_bytes"), "a closed engine reads 0")
 }

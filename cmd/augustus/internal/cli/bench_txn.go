@@ -39,6 +39,7 @@ type txnBenchOptions struct {
 	load          bool
 	loadBatch     int
 	loadClients   int
+	settleTimeout time.Duration
 	shape         string
 	history       string
 	check         bool
@@ -61,7 +62,10 @@ that span two groups. --shape paper (default) sends each as one transaction of
 reads and blind writes, as Table 3 lists them; --shape guarded reads first and
 then writes under cmp guards on the values read (the BFT Derby shape).
 --load first inserts the items (in batches of --load-batch inserts per
-transaction, --load-clients transactions in flight, each within one group).
+transaction, --load-clients transactions in flight, each within one group),
+then waits until no replica runs a compaction or flush for 2s (at most
+--settle-timeout), so the load's compactions are not charged to the first
+measured interval.
 "bank" moves money between --items accounts: read two accounts, then one
 update guarded by cmp on both; --load (re)sets every balance; the total is
 checked in one transaction at the end; --history FILE writes the run's history
@@ -97,6 +101,7 @@ func addTxnBenchFlags(cmd *cobra.Command, o *txnBenchOptions) {
 	fl.BoolVar(&o.load, "load", false, "transaction workloads: load the items first (bank: (re)set every balance); --duration 0 only loads")
 	fl.IntVar(&o.loadBatch, "load-batch", 0, "inserts per loading transaction (0: 500, or 100 for 1 KiB values)")
 	fl.IntVar(&o.loadClients, "load-clients", 16, "loading transactions in flight")
+	fl.DurationVar(&o.settleTimeout, "settle-timeout", 5*time.Minute, "after --load, wait at most this long for the replicas' compactions to finish (augustus_storage_compactions_running at 0 for 2s; 0: do not wait)")
 	fl.StringVar(&o.shape, "shape", shapePaper, `"paper" (one transaction of reads and writes, Table 3) or "guarded" (read, then writes under cmp guards)`)
 	fl.StringVar(&o.history, "history", "", "bank: write the run's history to this file (history text format)")
 	fl.BoolVar(&o.check, "check", false, "bank: check the run's history with the Elle checker (txn.md X1) and fail on any anomaly")
@@ -181,6 +186,8 @@ func checkTxnBenchOptions(o benchOptions, t txnBenchOptions) error {
 		return fmt.Errorf("--shape %q: want %q or %q", t.shape, shapePaper, shapeGuarded)
 	case t.loadClients < 1:
 		return fmt.Errorf("--load-clients %d: need at least 1", t.loadClients)
+	case t.settleTimeout < 0:
+		return fmt.Errorf("--settle-timeout %s: must not be negative (0 does not wait)", t.settleTimeout)
 	case t.loadBatch < 0 || t.loadBatch > txn.DefaultLimits().MaxOps:
 		return fmt.Errorf("--load-batch %d: want 0 (auto) .. %d", t.loadBatch, txn.DefaultLimits().MaxOps)
 	case t.byzPending < 1:
@@ -238,6 +245,11 @@ func runTxnBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions, 
 		if err != nil {
 			return err
 		}
+		// Also with --duration 0: a load is mostly followed by a
+		// measurement, in this process or the next.
+		waited, state := b.settleAfterLoad(ctx, t.settleTimeout)
+		ls.SettleSeconds, ls.Settle = waited.Seconds(), state
+		fmt.Fprintf(b.stderr, "bench: the replicas' compactions after the load: %s (%.1fs)\n", state, waited.Seconds())
 	}
 	var problems []string
 	for _, mix := range mixes {

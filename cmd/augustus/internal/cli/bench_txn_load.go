@@ -23,6 +23,10 @@ type loadResult struct {
 	Seconds        float64 `json:"seconds"`
 	ItemsPerSecond float64 `json:"items_per_second"`
 	LoadAvgAfter   string  `json:"loadavg_after"`
+	// SettleSeconds is how long the bench then waited for the replicas'
+	// compactions (settleAfterLoad), and Settle how that ended.
+	SettleSeconds float64 `json:"settle_seconds"`
+	Settle        string  `json:"settle,omitempty"`
 }
 
 // loadRetries bounds the attempts of one loading transaction that fails

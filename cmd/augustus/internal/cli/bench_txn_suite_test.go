@@ -355,13 +355,13 @@ func (s *suite) fig5Extra(fig5, alone txnBenchReport, grace []*txnRunResult) {
 
 func (s *suite) loads(loads map[string]*loadResult) {
 	w := &s.md
-	fmt.Fprintf(w, "## Loading (--load)\n\n| cluster | items | transactions | seconds | items/s | load after |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "## Loading (--load)\n\n| cluster | items | transactions | seconds | items/s | load after | then compactions settled in |\n|---|---|---|---|---|---|---|\n")
 	for _, k := range slices.Sorted(maps.Keys(loads)) {
 		l := loads[k]
 		if l == nil {
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %.1f | %.0f | %s |\n", k, l.Items, l.Transactions, l.Seconds, l.ItemsPerSecond, l.LoadAvgAfter)
+		fmt.Fprintf(w, "| %s | %d | %d | %.1f | %.0f | %s | %.1f s (%s) |\n", k, l.Items, l.Transactions, l.Seconds, l.ItemsPerSecond, l.LoadAvgAfter, l.SettleSeconds, l.Settle)
 	}
 	fmt.Fprintln(w)
 }

@@ -77,6 +77,11 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		require.True(t, rep.OK, rep.Problems)
 		require.NotNil(t, rep.Load)
 		require.Equal(t, int64(2000), rep.Load.Inserted+rep.Load.Existing)
+		// The load's compactions were watched on all 8 replicas and ended
+		// before the first measured interval (2s with none running).
+		require.Equal(t, "settled", rep.Load.Settle)
+		require.GreaterOrEqual(t, rep.Load.SettleSeconds, 1.5)
+		require.Contains(t, stderr, "the replicas' compactions after the load: settled")
 		require.Len(t, rep.Runs, 2)
 		single, mixed := rep.Runs[0], rep.Runs[1]
 		require.Positive(t, single.Committed)
@@ -246,6 +251,7 @@ func TestBenchTxnRejectsBadFlagsBeforeTheRun(t *testing.T) {
 		{[]string{"--workload", "bank", "--items", "5000"}, "the bank needs 2..1024 accounts"},
 		{[]string{"--workload", "A", "--duration", "0s"}, "0 only with --load"},
 		{[]string{"--workload", "C", "--items", "4"}, "fewer than the 8 distinct keys"},
+		{[]string{"--workload", "A", "--load", "--settle-timeout", "-1s"}, "--settle-timeout -1s: must not be negative"},
 	} {
 		start := time.Now()
 		code, _, stderr := runMain(t, append([]string{"bench", "--dir", dir}, tc.args...)...)
