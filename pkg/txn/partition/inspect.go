@@ -30,6 +30,7 @@ type RecordInfo struct {
 // replica decided. It reads; it changes nothing.
 func Inspect(r host.Reader) ([]RecordInfo, error) {
 	var out []RecordInfo
+	var proofs []int // records whose proof mark to read once the scan is over
 	err := r.Scan(storage.TxnRecords, []byte{prefixRecord}, []byte{prefixRecord + 1}, 0, func(k, v []byte) error {
 		if len(k) != 1+len(txn.TxnID{}) {
 			return fmt.Errorf("%w: record key of %d bytes", errCorrupt, len(k))
@@ -38,19 +39,26 @@ func Inspect(r host.Reader) ([]RecordInfo, error) {
 		if err != nil {
 			return err
 		}
-		var id txn.TxnID
-		copy(id[:], k[1:])
-		if err := loadProven(r, id, rec); err != nil {
-			return err
-		}
 		info := RecordInfo{State: rec.state, Multi: rec.multi, Update: rec.update, Meta: rec.meta, Owner: rec.owner,
 			Nonce: rec.nonce, Vote: rec.vote, Outcome: rec.outcome, Proven: rec.proven, Txn: rec.txn}
 		copy(info.ID[:], k[1:])
+		if !rec.proven && rec.needsProof() && rec.state == txn.StateTerminated {
+			proofs = append(proofs, len(out))
+		}
 		out = append(out, info)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("partition: inspect: %w", err)
+	}
+	// The marks are read after the scan, not inside its callback: a read
+	// inside a scan would take the store's read lock twice.
+	for _, i := range proofs {
+		_, ok, err := get(r, storage.TxnRecords, provenKey(out[i].ID))
+		if err != nil {
+			return nil, fmt.Errorf("partition: inspect: proof mark of %s: %w", out[i].ID, err)
+		}
+		out[i].Proven = ok
 	}
 	return out, nil
 }

@@ -192,6 +192,18 @@ func TestRuleW2ProofMarksTheRecordWithoutRewritingIt(t *testing.T) {
 	w := smallWindow(t, 4)
 	c := w.client(1)
 	g := w.groups[0]
+	var x *tx
+	inspected := func() bool {
+		infos, err := Inspect(g.replicas[0].store)
+		require.NoError(t, err)
+		for _, info := range infos {
+			if info.ID == x.id {
+				return info.Proven
+			}
+		}
+		t.Fatalf("Inspect lists no record %s", x.id)
+		return false
+	}
 	raw := func(key []byte) ([]byte, bool) {
 		v, err := g.replicas[0].store.Get(storage.TxnRecords, key)
 		if err != nil {
@@ -200,7 +212,7 @@ func TestRuleW2ProofMarksTheRecordWithoutRewritingIt(t *testing.T) {
 		}
 		return bytes.Clone(v), true
 	}
-	x := c.at(0, 0, txn.NewBuilder().Insert(k("a"), []byte("1")).Insert(highKey, []byte("2")))
+	x = c.at(0, 0, txn.NewBuilder().Insert(k("a"), []byte("1")).Insert(highKey, []byte("2")))
 	c.sendAll(x)
 	cert := w.commitCert(x)
 	c.finish(x, cert)
@@ -210,6 +222,7 @@ func TestRuleW2ProofMarksTheRecordWithoutRewritingIt(t *testing.T) {
 	_, marked := raw(provenKey(x.id))
 	require.False(t, marked)
 	require.True(t, g.record(x.id).blocksWatermark())
+	require.False(t, inspected())
 
 	res := g.mustCall(c.id, txn.NewProofCall(x.enc, nil, txn.Commit, []txn.GroupSigs{w.acks(x.id, 1, txn.Commit)}))
 	require.Equal(t, txn.ResultProofAck, res.Kind)
@@ -218,6 +231,7 @@ func TestRuleW2ProofMarksTheRecordWithoutRewritingIt(t *testing.T) {
 	_, marked = raw(provenKey(x.id))
 	require.True(t, marked)
 	require.True(t, g.record(x.id).proven)
+	require.True(t, inspected(), "Inspect reads the mark")
 
 	g.replicas[0].restart(t, w, g.id)
 	require.True(t, g.record(x.id).proven, "the mark is in the store")
