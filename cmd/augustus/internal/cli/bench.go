@@ -734,25 +734,8 @@ func snapshotBench(ctx context.Context, g *cluster.Group, cm *client.Metrics) be
 	s.envelopes = counterValue(cm.EnvelopesSent)
 	s.retransmissions = counterValue(cm.Retransmissions)
 	s.envCalls, s.envCount = histogramSums(cm.EnvelopeCalls)
-	type scraped struct {
-		name string
-		m    metrics
-		err  error
-	}
-	ch := make(chan scraped, len(g.Replicas))
-	for _, r := range g.Replicas {
-		go func() {
-			if r.MetricsAddr == "" {
-				ch <- scraped{name: r.Name, err: errors.New("no metrics_addr in cluster.json")}
-				return
-			}
-			m, err := scrape(ctx, r.MetricsAddr)
-			ch <- scraped{r.Name, m, err}
-		}()
-	}
 	var batchSums, batchCounts float64
-	for range g.Replicas {
-		sc := <-ch
+	for _, sc := range scrapeReplicas(ctx, g.Replicas) {
 		if sc.err != nil {
 			s.missing[sc.name] = shortError(sc.err)
 			continue

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -225,29 +224,12 @@ func (b *txnBench) snapshot(ctx context.Context) clusterSnapshot {
 		missing: map[string]string{}, clientCPU: processCPUSeconds()}
 	s.counters = gatherCounters(b.reg, txnClientCounters)
 	s.envCalls, s.envCount = gatherHistogram(b.reg, "augustus_client_envelope_size_calls")
-	type scraped struct {
-		name string
-		m    metrics
-		err  error
-	}
-	ch := make(chan scraped)
-	n := 0
 	for _, g := range b.c.Groups {
 		for _, r := range g.Replicas {
-			n++
 			s.replicaGroup[r.Name] = fmt.Sprint(g.ID)
-			go func() {
-				if r.MetricsAddr == "" {
-					ch <- scraped{name: r.Name, err: errors.New("no metrics_addr in cluster.json")}
-					return
-				}
-				m, err := scrape(ctx, r.MetricsAddr)
-				ch <- scraped{r.Name, m, err}
-			}()
 		}
 	}
-	for range n {
-		sc := <-ch
+	for _, sc := range scrapeReplicas(ctx, allReplicas(b.c)) {
 		if sc.err != nil {
 			s.missing[sc.name] = shortError(sc.err)
 			continue

@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/augustus-db/augustus/pkg/bft/cluster"
 )
 
 // Metric names of the replicas' LSM backlog (pkg/storage).
@@ -43,32 +46,23 @@ func (b *txnBench) settleAfterLoad(ctx context.Context, timeout time.Duration) (
 	lastReport := start
 	quiet := 0
 	skipped := map[string]string{}
+	watched := allReplicas(b.c)
 	for {
 		debt, running := 0.0, 0.0
-		for _, g := range b.c.Groups {
-			for _, r := range g.Replicas {
-				if _, ok := skipped[r.Name]; ok {
-					continue
-				}
-				if r.MetricsAddr == "" {
-					skipped[r.Name] = "no metrics_addr in cluster.json"
-					continue
-				}
-				m, err := scrape(ctx, r.MetricsAddr)
-				if err != nil {
-					skipped[r.Name] = shortError(err)
-					continue
-				}
-				d, ok1 := m.value(metricCompactionDebt)
-				n, ok2 := m.value(metricCompactionRunning)
-				if !ok1 || !ok2 {
-					skipped[r.Name] = "its metrics have no " + metricCompactionDebt
-					continue
-				}
+		for _, sc := range scrapeReplicas(ctx, watched) {
+			d, ok1 := sc.m.value(metricCompactionDebt)
+			n, ok2 := sc.m.value(metricCompactionRunning)
+			switch {
+			case sc.err != nil:
+				skipped[sc.name] = shortError(sc.err)
+			case !ok1 || !ok2:
+				skipped[sc.name] = "its metrics have no " + metricCompactionDebt
+			default:
 				debt += d
 				running += n
 			}
 		}
+		watched = slices.DeleteFunc(watched, func(r cluster.Replica) bool { _, gone := skipped[r.Name]; return gone })
 		if running == 0 {
 			quiet++
 		} else {

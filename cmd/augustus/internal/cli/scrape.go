@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/augustus-db/augustus/pkg/bft/cluster"
 )
 
 // Metric names the tooling reads from replicas.
@@ -30,6 +33,44 @@ type metrics map[string]*dto.MetricFamily
 // scrapeClient is shared by every scrape; each request is bounded by its
 // context.
 var scrapeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// replicaScrape is one replica's metrics, or why there are none.
+type replicaScrape struct {
+	name string
+	m    metrics
+	err  error
+}
+
+// scrapeReplicas scrapes every replica of reps at once and returns one
+// result per replica, in reps' order; a replica without a metrics address
+// gets an error saying so.
+func scrapeReplicas(ctx context.Context, reps []cluster.Replica) []replicaScrape {
+	out := make([]replicaScrape, len(reps))
+	var wg sync.WaitGroup
+	for i, r := range reps {
+		out[i].name = r.Name
+		if r.MetricsAddr == "" {
+			out[i].err = errors.New("no metrics_addr in cluster.json")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].m, out[i].err = scrape(ctx, r.MetricsAddr)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// allReplicas lists the replicas of every group, group by group.
+func allReplicas(c *cluster.Cluster) []cluster.Replica {
+	var reps []cluster.Replica
+	for _, g := range c.Groups {
+		reps = append(reps, g.Replicas...)
+	}
+	return reps
+}
 
 // scrape fetches and parses http://addr/metrics (text format).
 func scrape(ctx context.Context, addr string) (metrics, error) {
