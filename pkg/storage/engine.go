@@ -310,9 +310,7 @@ func (e *Engine) Close() error {
 		return ErrClosed
 	}
 	e.closed = true
-	if e.metrics != nil {
-		e.metrics.lsm.CompareAndSwap(e, nil)
-	}
+	e.metrics.detach(e)
 	e.snapMu.Lock()
 	snaps := make([]*Snapshot, 0, len(e.snaps))
 	for s := range e.snaps {

@@ -68,40 +68,49 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	// in its steady shape, and how many compactions and flushes run. After
 	// a bulk load both stay up for a while, and the CPU they take would be
 	// charged to whatever is measured next (augustus bench waits for them).
-	debt := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "augustus_storage_compaction_debt_bytes",
-		Help: "Estimated bytes the store must still compact to reach its steady shape (pebble's compaction debt).",
-	}, func() float64 { return float64(m.lsmState().debt) })
-	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "augustus_storage_compactions_running",
-		Help: "Compactions and memtable flushes in progress.",
-	}, func() float64 { return float64(m.lsmState().running) })
+	lsm := &lsmCollector{m: m,
+		debt: prometheus.NewDesc("augustus_storage_compaction_debt_bytes",
+			"Estimated bytes the store must still compact to reach its steady shape (pebble's compaction debt).", nil, nil),
+		running: prometheus.NewDesc("augustus_storage_compactions_running",
+			"Compactions and memtable flushes in progress.", nil, nil),
+	}
 	if reg != nil {
-		reg.MustRegister(m.WrittenBytes, m.CommitDuration, m.WALSyncDuration, m.Fsyncs, m.CheckpointInstalls, debt, running)
+		reg.MustRegister(m.WrittenBytes, m.CommitDuration, m.WALSyncDuration, m.Fsyncs, m.CheckpointInstalls, lsm)
 	}
 	return m
 }
 
-type lsmState struct {
-	debt    uint64
-	running int64
+// lsmCollector exports the open engine's compaction state: both gauges
+// from one read of pebble's metrics per scrape (zeros while no engine is
+// open).
+type lsmCollector struct {
+	m             *Metrics
+	debt, running *prometheus.Desc
 }
 
-// lsmState reads the open engine's compaction state, or zeros.
-func (m *Metrics) lsmState() lsmState {
-	e := m.lsm.Load()
-	if e == nil || e.acquire() != nil {
-		return lsmState{}
+func (c *lsmCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.debt; ch <- c.running }
+
+func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
+	var debt, running float64
+	if e := c.m.lsm.Load(); e != nil && e.acquire() == nil {
+		pm := e.db.Metrics()
+		e.release()
+		debt, running = float64(pm.Compact.EstimatedDebt), float64(pm.Compact.NumInProgress+pm.Flush.NumInProgress)
 	}
-	defer e.release()
-	pm := e.db.Metrics()
-	return lsmState{debt: pm.Compact.EstimatedDebt, running: pm.Compact.NumInProgress + pm.Flush.NumInProgress}
+	ch <- prometheus.MustNewConstMetric(c.debt, prometheus.GaugeValue, debt)
+	ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, running)
 }
 
-// attach makes the gauges read e (nil detaches).
+// attach makes the gauges read e; detach stops them reading e, if they do.
 func (m *Metrics) attach(e *Engine) {
 	if m != nil {
 		m.lsm.Store(e)
+	}
+}
+
+func (m *Metrics) detach(e *Engine) {
+	if m != nil {
+		m.lsm.CompareAndSwap(e, nil)
 	}
 }
 
