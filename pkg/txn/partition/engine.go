@@ -286,7 +286,7 @@ func (e *Engine) loadRecord(r reader, id txn.TxnID) (*record, error) {
 // loadProven sets rec.proven from the proof marker (W2) of a record that
 // needs one.
 func loadProven(r reader, id txn.TxnID, rec *record) error {
-	if rec.proven || !rec.needsProof() || rec.state != txn.StateTerminated {
+	if !rec.mayBeMarked() {
 		return nil
 	}
 	_, ok, err := get(r, storage.TxnRecords, provenKey(id))

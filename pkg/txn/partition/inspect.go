@@ -42,7 +42,7 @@ func Inspect(r host.Reader) ([]RecordInfo, error) {
 		info := RecordInfo{State: rec.state, Multi: rec.multi, Update: rec.update, Meta: rec.meta, Owner: rec.owner,
 			Nonce: rec.nonce, Vote: rec.vote, Outcome: rec.outcome, Proven: rec.proven, Txn: rec.txn}
 		copy(info.ID[:], k[1:])
-		if !rec.proven && rec.needsProof() && rec.state == txn.StateTerminated {
+		if rec.mayBeMarked() {
 			proofs = append(proofs, len(out))
 		}
 		out = append(out, info)

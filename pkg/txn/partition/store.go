@@ -163,6 +163,12 @@ func (r *record) blocksWatermark() bool {
 // this group voted commit.
 func (r *record) needsProof() bool { return r.multi && r.update && r.vote == txn.Commit }
 
+// mayBeMarked reports whether the record's proof may be the mark under
+// provenKey: it needs a proof, is terminated, and does not carry the flag.
+func (r *record) mayBeMarked() bool {
+	return !r.proven && r.needsProof() && r.state == txn.StateTerminated
+}
+
 // named returns the record as a transaction to recover (E3, M4).
 func (r *record) named() txn.Named { return txn.Named{Txn: r.txn, Admin: r.admin} }
 
