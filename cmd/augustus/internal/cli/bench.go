@@ -87,10 +87,11 @@ breaks it down replica by replica). CPU of this process is reported separately.
 On a machine that also runs the replicas, the bench competes with them for the
 CPU. The report names the cluster's durability mode ("sync" in cluster.json).
 
---rate N paces the noop and log callers to at most N calls per second in all,
-evenly spaced: an offered load, met as long as the callers keep up. A replica's
-CPU per call falls as its PBFT batches fill, that is as the call rate rises, so
-compare two runs' CPU per call at equal rates.
+--rate N paces the noop and log callers to at most N calls per second in all
+(the transaction workloads: N transactions per second, started by the correct
+callers), evenly spaced: an offered load, met as long as the callers keep up. A
+replica's CPU per call falls as its PBFT batches fill, that is as the call rate
+rises, so compare two runs' CPU per call at equal rates.
 
 --profile DIR pulls a CPU profile (10s, or the measured interval if shorter) from
 each replica of the group during the measured interval and writes DIR/NAME.pprof
@@ -135,7 +136,7 @@ whole interval, if it is shorter): the group stopped answering.
 	fl.BoolVar(&o.replicaCPU, "replica-cpu", false, "report replica CPU per PBFT batch and per call for each replica")
 	fl.StringVar(&o.profileDir, "profile", "", "pull a CPU profile of each replica of the group into this directory during the measured interval (replicas started with augustus start --pprof)")
 	fl.IntVar(&o.pprofBase, "pprof-base-port", defaultPprofBasePort, "with --profile: the k-th replica of the cluster serves pprof on 127.0.0.1:PORT+k (as augustus start --pprof)")
-	fl.Float64Var(&o.rate, "rate", 0, "noop and log: start at most this many calls per second in all, paced across the callers (0: each caller calls again as soon as its call returns)")
+	fl.Float64Var(&o.rate, "rate", 0, "start at most this many calls (transaction workloads: transactions) per second in all, paced across the callers (0: each caller calls again as soon as its call returns)")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }
@@ -277,7 +278,7 @@ func checkBenchOptions(o benchOptions) error {
 		return fmt.Errorf("--inflight %d: want 0 (the client's default) or a positive number of envelopes", o.inFlight)
 	case o.pprofBase < 1 || o.pprofBase > 65535:
 		return fmt.Errorf("--pprof-base-port %d: want a port", o.pprofBase)
-	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0):
+	case badRate(o.rate):
 		return fmt.Errorf("--rate %v: want 0 (unpaced) or a positive number of calls per second", o.rate)
 	}
 	switch o.progress {
@@ -552,6 +553,10 @@ func drainCallers(wg *sync.WaitGroup, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// badRate reports whether --rate is neither 0 (unpaced) nor a positive
+// finite rate.
+func badRate(r float64) bool { return r < 0 || math.IsNaN(r) || math.IsInf(r, 0) }
 
 // judge decides whether the run succeeded and, if not, says why.
 func (res *benchResult) judge(o benchOptions) {

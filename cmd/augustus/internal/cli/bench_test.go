@@ -108,7 +108,7 @@ func TestBenchRejectsBadFlagsBeforeTheRun(t *testing.T) {
 		{[]string{"--inflight", "-2"}, "--inflight -2: want 0"},
 		{[]string{"--pprof-base-port", "0"}, "--pprof-base-port 0: want a port"},
 		{[]string{"--rate", "-3"}, "--rate -3: want 0 (unpaced) or a positive number"},
-		{[]string{"--workload", "A", "--rate", "10"}, "--rate: paces the noop and log workloads only"},
+		{[]string{"--workload", "A", "--rate", "-3"}, "--rate -3: want 0 (unpaced) or a positive number"},
 		{[]string{"--progress", "weird"}, `--progress "weird": want "auto", "bar", "lines" or "off"`},
 		{[]string{"--json", filepath.Join(dir, "no", "such", "dir", "r.json")}, "--json: cannot write the result: open "},
 		{[]string{"--json", dir}, "--json " + dir + ": is a directory"},

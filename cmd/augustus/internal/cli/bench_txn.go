@@ -19,6 +19,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
 
 	"github.com/augustus-db/augustus/pkg/bft/client"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
@@ -168,8 +169,8 @@ func checkTxnBenchOptions(o benchOptions, t txnBenchOptions) error {
 		return fmt.Errorf("--app %q: the %s workload runs on the transaction engine: start the replicas with --app txn", t.app, o.workload)
 	}
 	switch {
-	case o.rate != 0:
-		return fmt.Errorf("--rate: paces the noop and log workloads only; the %s workload runs its callers unpaced", o.workload)
+	case badRate(o.rate):
+		return fmt.Errorf("--rate %v: want 0 (unpaced) or a positive number of transactions per second", o.rate)
 	case o.clients < 1:
 		return fmt.Errorf("--clients %d: need at least 1", o.clients)
 	case o.duration < 0 || (o.duration == 0 && !t.load):
@@ -437,6 +438,7 @@ func (b *txnBench) run(ctx context.Context, rc txnRunConfig) (*txnRunResult, err
 		ByzantineCallers: nByz, StartedAt: time.Now().UTC(), WarmupSeconds: o.warmup.Seconds(),
 		CallTimeoutSeconds: o.callTimeout.Seconds(), RecoveryGraceSeconds: b.grace().Seconds(),
 		LoadAvgBefore: loadAvg(), CallBytesSingle: b.callBytesSingle(), replicasPerGroup: b.c.N(),
+		RateLimit: o.rate,
 	}
 	fmt.Fprintf(b.stderr, "bench: workload %s (%s), %d groups, %d items, multi-group %d%%, %d callers (%d Byzantine), warm-up %s, measuring %s\n",
 		o.workload, b.t.shape, len(b.c.Groups), b.ks.items, rc.multiPct, o.clients, nByz, o.warmup, o.duration)
@@ -454,6 +456,13 @@ func (b *txnBench) run(ctx context.Context, rc txnRunConfig) (*txnRunResult, err
 	var completed, lastDone atomic.Int64
 	rejected := newAbort()
 	callers := make([]*txnCaller, nCorrect)
+	// --rate: one limiter for the correct callers, burst 1, so transactions
+	// start evenly spaced (an offered load, met while the callers keep up;
+	// the Byzantine callers run unpaced).
+	var pace *rate.Limiter
+	if o.rate > 0 {
+		pace = rate.NewLimiter(rate.Limit(o.rate), 1)
+	}
 	var wg sync.WaitGroup
 	for i := range callers {
 		tc := &txnCaller{hist: newHist(), histSingle: newHist(), histMulti: newHist(), aborted: map[string]int64{}}
@@ -463,7 +472,7 @@ func (b *txnBench) run(ctx context.Context, rc txnRunConfig) (*txnRunResult, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.callerLoop(runCtx, i, tc, gen, &phase, &completed, &lastDone, rejected)
+			b.callerLoop(runCtx, i, tc, gen, pace, &phase, &completed, &lastDone, rejected)
 		}()
 	}
 	var byzWG sync.WaitGroup
@@ -558,8 +567,14 @@ func (b *txnBench) rejectedRun(err error) error {
 
 // callerLoop runs transactions until the measured interval ends, then
 // finishes the one in flight, classifying each as bench.go's callers do.
-func (b *txnBench) callerLoop(ctx context.Context, idx int, tc *txnCaller, gen *txnGen, phase *atomic.Int32, completed, lastDone *atomic.Int64, rejected *abort) {
+func (b *txnBench) callerLoop(ctx context.Context, idx int, tc *txnCaller, gen *txnGen, pace *rate.Limiter, phase *atomic.Int32, completed, lastDone *atomic.Int64, rejected *abort) {
 	for phase.Load() != phaseDone && ctx.Err() == nil {
+		if pace != nil && pace.Wait(ctx) != nil {
+			return
+		}
+		if phase.Load() == phaseDone {
+			return
+		}
 		callCtx, cancel := context.WithTimeout(ctx, b.o.callTimeout)
 		start := time.Now()
 		gt := gen.next()

@@ -110,6 +110,29 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		require.Positive(t, rep.Runs[0].Committed)
 	})
 
+	t.Run("--rate paces the transactions and says whether the cluster kept up", func(t *testing.T) {
+		// 8 callers that could commit hundreds of transactions per second
+		// start at most 40 per second in all.
+		rep, out, stderr, code := runTxnBenchJSON(t, "--dir", dir, "--workload", "A", "--items", "2000",
+			"--multi-group", "50", "--clients", "8", "--duration", "2s", "--warmup", "200ms", "--rate", "40")
+		require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
+		r := rep.Runs[0]
+		require.Equal(t, 40.0, r.RateLimit)
+		require.LessOrEqual(t, r.TxnPerSecond, 44.0, "paced to 40 txn/s")
+		require.GreaterOrEqual(t, r.TxnPerSecond, 38.0, "8 callers keep up with 40 txn/s")
+		require.True(t, r.RateMet)
+		require.Contains(t, out, "paced to at most 40 txn/s in all by --rate: met")
+		// One caller cannot offer 100000 transactions per second: the
+		// report says the offered load was not met, and the run is still a
+		// measurement, not a failure.
+		rep, out, stderr, code = runTxnBenchJSON(t, "--dir", dir, "--workload", "A", "--items", "2000",
+			"--multi-group", "0", "--clients", "1", "--duration", "1s", "--warmup", "0s", "--rate", "100000")
+		require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
+		require.True(t, rep.OK, rep.Problems)
+		require.False(t, rep.Runs[0].RateMet)
+		require.Contains(t, out, "paced to at most 100000 txn/s in all by --rate: NOT met")
+	})
+
 	t.Run("an unloaded database is reported, not measured as if loaded", func(t *testing.T) {
 		rep, _, stderr, code := runTxnBenchJSON(t, "--dir", dir, "--workload", "C", "--items", "3000", "--clients", "2",
 			"--duration", "500ms", "--warmup", "0s")
