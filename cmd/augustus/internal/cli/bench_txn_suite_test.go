@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -118,11 +119,13 @@ func TestBenchTxnSuite(t *testing.T) {
 	// 1 group: A at 0 % and the noop baseline of the same call size.
 	dir1, stop := s.txnCluster(1, appTxn)
 	load1 := s.load(dir1, "A", small)
-	a1 := s.bench("A, 1 group", append(s.runArgs(dir1, 32), "--workload", "A", "--items", fmt.Sprint(small))...)
+	a1 := s.bench("A, 1 group", append(s.runArgs(dir1, 32), "--workload", "A", "--items", fmt.Sprint(small), "--multi-group", goalRepeats("0"))...)
 	stop()
 	callBytes := 0
+	a1Rate := 0.0
 	if len(a1.Runs) > 0 {
 		callBytes = a1.Runs[0].CallBytesSingle
+		a1Rate = medianCPU(a1, 0).txnPerSecond
 	}
 	dirN, stop := s.txnCluster(1, appNoop)
 	noop := s.noopBench("noop baseline", append(s.runArgs(dirN, 32), "--size", fmt.Sprint(callBytes))...)
@@ -130,16 +133,16 @@ func TestBenchTxnSuite(t *testing.T) {
 	// per call falls as PBFT batches fill, and 32 noop callers call faster
 	// than 32 transaction callers, so this compares the two at equal load.
 	var noopAtRate benchResult
-	if len(a1.Runs) > 0 && a1.Runs[0].TxnPerSecond >= 1 {
+	if a1Rate >= 1 {
 		noopAtRate = s.noopBench("noop at the transactions' rate", append(s.runArgs(dirN, 64), "--size", fmt.Sprint(callBytes),
-			"--rate", fmt.Sprintf("%.0f", a1.Runs[0].TxnPerSecond))...)
+			"--rate", fmt.Sprintf("%.0f", a1Rate))...)
 	}
 	stop()
 
 	// 2 groups: A at three mixes, B–D, Fig. 5, the bank.
 	dir2, stop := s.txnCluster(2, appTxn)
 	load2 := s.load(dir2, "A", small)
-	a2 := s.bench("A, 2 groups", append(s.runArgs(dir2, 64), "--workload", "A", "--items", fmt.Sprint(small), "--multi-group", "0,20,100")...)
+	a2 := s.bench("A, 2 groups", append(s.runArgs(dir2, 64), "--workload", "A", "--items", fmt.Sprint(small), "--multi-group", goalRepeats("0,20,100"))...)
 	loadB := s.load(dir2, "B", large)
 	var others []*txnRunResult
 	for _, w := range []struct {
@@ -184,7 +187,7 @@ func TestBenchTxnSuite(t *testing.T) {
 	// 4 groups: A at three mixes.
 	dir4, stop := s.txnCluster(4, appTxn)
 	load4 := s.load(dir4, "A", small)
-	a4 := s.bench("A, 4 groups", append(s.runArgs(dir4, 128), "--workload", "A", "--items", fmt.Sprint(small), "--multi-group", "0,20,100")...)
+	a4 := s.bench("A, 4 groups", append(s.runArgs(dir4, 128), "--workload", "A", "--items", fmt.Sprint(small), "--multi-group", goalRepeats("0,20,100"))...)
 	stop()
 
 	w := &s.md
@@ -254,39 +257,37 @@ func (s *suite) noopBench(what string, args ...string) benchResult {
 
 func (s *suite) goals(a1, a2, a4 txnBenchReport, noop, noopAtRate benchResult, fig5 txnBenchReport) {
 	w := &s.md
-	at := func(rep txnBenchReport, mix, byz int) *txnRunResult {
-		for _, r := range rep.Runs {
-			if r.MultiGroupPct == mix && r.ByzantinePct == byz {
-				return r
-			}
-		}
-		return nil
-	}
 	verdict := func(ok bool) string {
 		if ok {
 			return "**met**"
 		}
 		return "**not met**"
 	}
-	fmt.Fprintf(w, "## The issue's goals\n\n| goal | measured | verdict |\n|---|---|---|\n")
-	c1, c2, c4 := at(a1, 0, 0), at(a2, 0, 0), at(a4, 0, 0)
-	if c1 != nil && c2 != nil && c4 != nil && c1.CPUMsPerTxn > 0 {
-		r2, r4 := c2.CPUMsPerTxn/c1.CPUMsPerTxn, c4.CPUMsPerTxn/c1.CPUMsPerTxn
+	fmt.Fprintf(w, "## The issue's goals\n\n")
+	fmt.Fprintf(w, "Each transaction figure below is the median of %d measured intervals of one bench process, "+
+		"interleaved with the other mixes of its row (0 %%, 20 %%, 100 %%, then again), so a drift of the machine "+
+		"during the run reaches every mix alike; every interval is in the tables further down.\n\n", goalRounds)
+	fmt.Fprintf(w, "| goal | measured | verdict |\n|---|---|---|\n")
+	m1, m2, m4 := medianCPU(a1, 0), medianCPU(a2, 0), medianCPU(a4, 0)
+	if m1.n > 0 && m2.n > 0 && m4.n > 0 {
+		r2, r4 := m2.msPerTxn/m1.msPerTxn, m4.msPerTxn/m1.msPerTxn
 		ok := r2 >= 0.9 && r2 <= 1.1 && r4 >= 0.9 && r4 <= 1.1
-		fmt.Fprintf(w, "| cluster CPU per committed single-group transaction (A, 0 %%) constant within ±10 %% from 1 to 4 groups | %.2f / %.2f / %.2f ms at 1 / 2 / 4 groups (×%.2f, ×%.2f of 1 group) | %s |\n",
-			c1.CPUMsPerTxn, c2.CPUMsPerTxn, c4.CPUMsPerTxn, r2, r4, verdict(ok))
+		fmt.Fprintf(w, "| cluster CPU per committed single-group transaction (A, 0 %%) constant within ±10 %% from 1 to 4 groups | %s / %s / %s ms at 1 / 2 / 4 groups (×%.2f, ×%.2f of 1 group) | %s |\n",
+			m1, m2, m4, r2, r4, verdict(ok))
 	}
 	for _, p := range []struct {
 		n   int
 		rep txnBenchReport
 	}{{2, a2}, {4, a4}} {
-		z, h := at(p.rep, 0, 0), at(p.rep, 100, 0)
-		if z != nil && h != nil && z.CPUMsPerTxn > 0 {
-			r := h.CPUMsPerTxn / z.CPUMsPerTxn
-			fmt.Fprintf(w, "| A at 100 %% multi-group costs ≤ 2× the CPU per transaction of 0 %% (%d groups) | %.2f vs %.2f ms (×%.2f); throughput %.0f vs %.0f txn/s | %s |\n",
-				p.n, h.CPUMsPerTxn, z.CPUMsPerTxn, r, h.TxnPerSecond, z.TxnPerSecond, verdict(r <= 2))
+		z, h := medianCPU(p.rep, 0), medianCPU(p.rep, 100)
+		if z.n > 0 && h.n > 0 {
+			r := h.msPerTxn / z.msPerTxn
+			fmt.Fprintf(w, "| A at 100 %% multi-group costs ≤ 2× the CPU per transaction of 0 %% (%d groups) | %s vs %s ms (×%.2f; interval by interval: %s); throughput %.0f vs %.0f txn/s | %s |\n",
+				p.n, h, z, r, pairRatios(p.rep, 100, 0), h.txnPerSecond, z.txnPerSecond, verdict(r <= 2))
 		}
 	}
+	// The noop rows compare with the median interval of 1 group.
+	c1 := m1.median
 	if c1 != nil && noop.ReplicaCPUMsPerCall > 0 {
 		r := c1.CPUMsPerTxn / noop.ReplicaCPUMsPerCall
 		fmt.Fprintf(w, "| a single-group transaction costs ≤ 1.5× a noop call of the same size (1 group, %d-byte calls, 32 callers) | %.2f vs %.2f ms (×%.2f); %.0f txn/s vs %.0f noop calls/s | %s |\n",
@@ -308,6 +309,77 @@ func (s *suite) goals(a1, a2, a4 txnBenchReport, noop, noopAtRate benchResult, f
 			loss30.LossPct, loss30.TxnPerSecond, loss30.CorrectCallers, verdict(loss30.LossPct < 10))
 	}
 	fmt.Fprintln(w)
+}
+
+// goalRounds is how many times the suite measures each mix of the goal
+// rows, interleaved: on this machine one interval's CPU per transaction
+// moves by ±15 % from one interval to the next (background compactions,
+// the host), so a verdict on one interval is a coin toss near the line.
+const goalRounds = 3
+
+// goalRepeats repeats a --multi-group list goalRounds times.
+func goalRepeats(mixes string) string {
+	parts := make([]string, goalRounds)
+	for i := range parts {
+		parts[i] = mixes
+	}
+	return strings.Join(parts, ",")
+}
+
+// cpuMedian is the median interval of one mix by CPU per transaction.
+type cpuMedian struct {
+	n            int     // intervals of the mix
+	msPerTxn     float64 // the median's CPU per transaction
+	txnPerSecond float64 // the median's throughput
+	lo, hi       float64 // the smallest and largest CPU per transaction
+	median       *txnRunResult
+}
+
+// String gives the median and, when there are several intervals, their
+// range.
+func (m cpuMedian) String() string {
+	if m.n <= 1 {
+		return fmt.Sprintf("%.2f", m.msPerTxn)
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", m.msPerTxn, m.lo, m.hi)
+}
+
+// medianCPU returns the median by CPU per transaction of rep's intervals
+// at mix (no Byzantine callers); an even count takes the lower middle.
+func medianCPU(rep txnBenchReport, mix int) cpuMedian {
+	var runs []*txnRunResult
+	for _, r := range rep.Runs {
+		if r.MultiGroupPct == mix && r.ByzantinePct == 0 && r.CPUMsPerTxn > 0 {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == 0 {
+		return cpuMedian{}
+	}
+	slices.SortFunc(runs, func(a, b *txnRunResult) int { return cmp.Compare(a.CPUMsPerTxn, b.CPUMsPerTxn) })
+	med := runs[(len(runs)-1)/2]
+	return cpuMedian{n: len(runs), msPerTxn: med.CPUMsPerTxn, txnPerSecond: med.TxnPerSecond,
+		lo: runs[0].CPUMsPerTxn, hi: runs[len(runs)-1].CPUMsPerTxn, median: med}
+}
+
+// pairRatios lists, round by round, the ratio of the k-th interval at mix
+// a to the k-th at mix b.
+func pairRatios(rep txnBenchReport, a, b int) string {
+	var as, bs []float64
+	for _, r := range rep.Runs {
+		switch {
+		case r.ByzantinePct != 0 || r.CPUMsPerTxn <= 0:
+		case r.MultiGroupPct == a:
+			as = append(as, r.CPUMsPerTxn)
+		case r.MultiGroupPct == b:
+			bs = append(bs, r.CPUMsPerTxn)
+		}
+	}
+	var out []string
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		out = append(out, fmt.Sprintf("×%.2f", as[i]/bs[i]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // fig5Extra separates the 30 % run's loss into fewer correct callers and
@@ -430,5 +502,27 @@ const suiteNotes = `## How these numbers are made
   without Byzantine callers is measured before and after the series (the loss is against their mean);
   the dense runs show the same attack on the small database, where it costs more.
 - This machine has 2 cores shared by every replica of the cluster, the bench client and other work: absolute
-  figures are context only; the ratios are measured within one run (the load average is beside each row).
+  figures are context only; the ratios are measured within one run (the load average is beside each row), and
+  the goal rows take the median of 3 intervals per mix, interleaved with the other mixes.
 `
+
+// The goal rows take the middle interval of a mix and pair the rounds in
+// order; Byzantine intervals and other mixes do not count.
+func TestSuiteMediansTakeTheMiddleIntervalOfAMix(t *testing.T) {
+	run := func(mix, byz int, ms float64) *txnRunResult {
+		return &txnRunResult{MultiGroupPct: mix, ByzantinePct: byz, CPUMsPerTxn: ms, TxnPerSecond: 1000 / ms}
+	}
+	rep := txnBenchReport{Runs: []*txnRunResult{
+		run(0, 0, 1.5), run(100, 0, 4.0), run(0, 0, 1.2), run(100, 0, 5.0), run(0, 30, 0.1), run(0, 0, 1.4), run(100, 0, 4.5),
+	}}
+	m := medianCPU(rep, 0)
+	require.Equal(t, 3, m.n)
+	require.Equal(t, 1.4, m.msPerTxn)
+	require.Equal(t, 1000/1.4, m.txnPerSecond)
+	require.Equal(t, "1.40 (1.20–1.50)", m.String())
+	require.Equal(t, 4.5, medianCPU(rep, 100).msPerTxn)
+	require.Zero(t, medianCPU(rep, 20).n)
+	require.Nil(t, medianCPU(rep, 20).median)
+	require.Equal(t, "×2.67, ×4.17, ×3.21", pairRatios(rep, 100, 0))
+	require.Equal(t, "0,20,0,20,0,20", goalRepeats("0,20"))
+}
