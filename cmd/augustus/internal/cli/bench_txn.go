@@ -83,6 +83,9 @@ most --byz-pending of them unterminated at a time; correct callers recover
 them (txn.md K4) after --recovery-grace. The report gives committed
 transactions/s of the correct callers, latency percentiles, aborts by reason,
 and cluster CPU per committed transaction summed over every replica process.
+A run's loss is against the runs without Byzantine callers at its mix that
+bracket it in the list (the mean of the nearest before and after): list a
+baseline before and after, as in --byzantine 0,30,0,30,0.
 `
 
 // addTxnBenchFlags registers the transaction workloads' flags on bench.

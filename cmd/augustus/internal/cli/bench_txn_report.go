@@ -519,7 +519,7 @@ func fmtCPU(m map[string]float64) string {
 
 // fig5Row is one line of the Byzantine-client table: the correct callers'
 // throughput at a share of Byzantine callers, and the loss against the
-// run without Byzantine callers at the same mix.
+// runs without Byzantine callers at the same mix (fig5Rows says which).
 type fig5Row struct {
 	MultiGroupPct  int     `json:"multi_group_pct"`
 	ByzantinePct   int     `json:"byzantine_pct"`
@@ -530,10 +530,12 @@ type fig5Row struct {
 	P99LatencyMs   float64 `json:"p99_latency_ms"`
 	Recovered      float64 `json:"recovered"`
 	Abandoned      int64   `json:"abandoned"`
+	// BaselineTxnPerSecond is what LossPct is against (fig5Rows).
+	BaselineTxnPerSecond float64 `json:"baseline_txn_per_second"`
 }
 
 // fig5Baselines returns, per mix, the mean throughput of the runs without
-// Byzantine callers: what a loss is measured against.
+// Byzantine callers: what a baseline run's spread is shown against.
 func fig5Baselines(runs []*txnRunResult) map[int]float64 {
 	sum, n := map[int]float64{}, map[int]int{}
 	for _, r := range runs {
@@ -550,11 +552,15 @@ func fig5Baselines(runs []*txnRunResult) map[int]float64 {
 }
 
 // fig5Rows builds the table when some run had Byzantine callers and a run
-// of the same mix had none. The loss is against the mean of the runs
-// without Byzantine callers at that mix: "--byzantine 0,10,20,30,0" measures
-// the baseline before and after, so that a drift of the machine or of the
-// store (compactions after a load) during the series does not pass for a
-// loss or a gain.
+// of the same mix had none. A run with Byzantine callers loses against the
+// runs without them that bracket it in the series: the mean of the nearest
+// one before and the nearest one after at its mix (one side alone at an
+// end). "--byzantine 0,10,20,30,0" thus compares every run with the
+// baselines before and after the series, and a repeated series
+// ("0,30,0,30,0") compares each round with its own neighbours, so a drift of
+// the machine or of the store (compactions after a load) over a long series
+// does not pass for a loss or a gain. A run without Byzantine callers is
+// shown against the mean of them all (the spread of the baselines).
 func fig5Rows(runs []*txnRunResult) []fig5Row {
 	base := fig5Baselines(runs)
 	var rows []fig5Row
@@ -565,13 +571,16 @@ func fig5Rows(runs []*txnRunResult) []fig5Row {
 	if !byz {
 		return nil
 	}
-	for _, r := range runs {
+	for i, r := range runs {
 		b, ok := base[r.MultiGroupPct]
 		if !ok {
 			continue
 		}
+		if r.ByzantinePct > 0 {
+			b = fig5Bracket(runs, i)
+		}
 		row := fig5Row{MultiGroupPct: r.MultiGroupPct, ByzantinePct: r.ByzantinePct, CorrectCallers: r.CorrectCallers,
-			TxnPerSecond: r.TxnPerSecond, MeanLatencyMs: r.LatencyMs.Mean, P99LatencyMs: r.LatencyMs.P99}
+			TxnPerSecond: r.TxnPerSecond, MeanLatencyMs: r.LatencyMs.Mean, P99LatencyMs: r.LatencyMs.P99, BaselineTxnPerSecond: b}
 		if b > 0 {
 			row.LossPct = 100 * (1 - r.TxnPerSecond/b)
 		}
@@ -586,13 +595,38 @@ func fig5Rows(runs []*txnRunResult) []fig5Row {
 	return rows
 }
 
+// fig5Bracket returns the mean throughput of the nearest runs without
+// Byzantine callers before and after runs[i] at its mix (0 if none).
+func fig5Bracket(runs []*txnRunResult, i int) float64 {
+	mix := runs[i].MultiGroupPct
+	nearest := func(from, step int) (float64, bool) {
+		for j := from; j >= 0 && j < len(runs); j += step {
+			if r := runs[j]; r.ByzantinePct == 0 && r.MultiGroupPct == mix {
+				return r.TxnPerSecond, true
+			}
+		}
+		return 0, false
+	}
+	before, okB := nearest(i-1, -1)
+	after, okA := nearest(i+1, 1)
+	switch {
+	case okB && okA:
+		return (before + after) / 2
+	case okB:
+		return before
+	case okA:
+		return after
+	}
+	return 0
+}
+
 func printFig5(w io.Writer, rows []fig5Row) {
 	fmt.Fprintln(w, "Byzantine callers (Fig. 5): correct callers' throughput")
 	t := tablewriter.NewWriter(w)
-	t.Header("multi-group", "Byzantine", "correct callers", "txn/s", "loss", "mean / p99 latency", "abandoned", "recovered")
+	t.Header("multi-group", "Byzantine", "correct callers", "txn/s", "against", "loss", "mean / p99 latency", "abandoned", "recovered")
 	for _, r := range rows {
 		_ = t.Append([]string{fmt.Sprintf("%d%%", r.MultiGroupPct), fmt.Sprintf("%d%%", r.ByzantinePct), fmt.Sprint(r.CorrectCallers),
-			fmt.Sprintf("%.0f", r.TxnPerSecond), fmt.Sprintf("%.1f%%", r.LossPct),
+			fmt.Sprintf("%.0f", r.TxnPerSecond), fmt.Sprintf("%.0f", r.BaselineTxnPerSecond), fmt.Sprintf("%.1f%%", r.LossPct),
 			fmt.Sprintf("%.1f / %.1f ms", r.MeanLatencyMs, r.P99LatencyMs), fmt.Sprint(r.Abandoned), fmt.Sprintf("%.0f", r.Recovered)})
 	}
 	_ = t.Render()

@@ -295,3 +295,28 @@ func TestFig5LossIsAgainstTheMeanOfTheRunsWithoutByzantineCallers(t *testing.T) 
 	require.InDelta(t, 5, rows[1].LossPct, 1e-9)
 	require.InDelta(t, -10, rows[2].LossPct, 1e-9)
 }
+
+// A repeated series: each run with Byzantine callers is measured against
+// the baselines that bracket it, not against every baseline of the series,
+// so a machine that slows down during the series shows no loss that is not
+// there.
+func TestFig5LossIsAgainstTheBaselinesThatBracketTheRun(t *testing.T) {
+	run := func(byz int, tps float64) *txnRunResult {
+		return &txnRunResult{MultiGroupPct: 20, ByzantinePct: byz, TxnPerSecond: tps}
+	}
+	// "--byzantine 0,30,0,30,0" on a machine that halves its speed.
+	runs := []*txnRunResult{run(0, 1000), run(30, 950), run(0, 900), run(30, 475), run(0, 500)}
+	rows := fig5Rows(runs)
+	require.Len(t, rows, 5)
+	require.InDelta(t, 0, rows[1].LossPct, 1e-9, "against (1000+900)/2")
+	require.InDelta(t, 950, rows[1].BaselineTxnPerSecond, 1e-9)
+	require.InDelta(t, 100*(1-475.0/700), rows[3].LossPct, 1e-9, "against (900+500)/2 = 700")
+	require.InDelta(t, 700, rows[3].BaselineTxnPerSecond, 1e-9)
+	// The baselines show their spread around their mean (800).
+	require.InDelta(t, -25, rows[0].LossPct, 1e-9)
+	require.InDelta(t, 37.5, rows[4].LossPct, 1e-9)
+	// A series that ends on Byzantine callers takes the one baseline it has.
+	rows = fig5Rows([]*txnRunResult{run(0, 1000), run(10, 900), run(30, 800)})
+	require.InDelta(t, 10, rows[1].LossPct, 1e-9)
+	require.InDelta(t, 20, rows[2].LossPct, 1e-9)
+}
