@@ -353,10 +353,18 @@ func medianCPU(rep txnBenchReport, mix int) cpuMedian {
 	if len(runs) == 0 {
 		return cpuMedian{}
 	}
-	slices.SortFunc(runs, func(a, b *txnRunResult) int { return cmp.Compare(a.CPUMsPerTxn, b.CPUMsPerTxn) })
-	med := runs[(len(runs)-1)/2]
+	byCPU := func(a, b *txnRunResult) int { return cmp.Compare(a.CPUMsPerTxn, b.CPUMsPerTxn) }
+	med := lowerMiddle(runs, byCPU)
 	return cpuMedian{n: len(runs), msPerTxn: med.CPUMsPerTxn, txnPerSecond: med.TxnPerSecond,
-		lo: runs[0].CPUMsPerTxn, hi: runs[len(runs)-1].CPUMsPerTxn, median: med}
+		lo: slices.MinFunc(runs, byCPU).CPUMsPerTxn, hi: slices.MaxFunc(runs, byCPU).CPUMsPerTxn, median: med}
+}
+
+// lowerMiddle returns the median of xs by cmp, the lower middle of an even
+// count; xs is left in its order.
+func lowerMiddle[T any](xs []T, cmp func(a, b T) int) T {
+	sorted := slices.Clone(xs)
+	slices.SortStableFunc(sorted, cmp)
+	return sorted[(len(sorted)-1)/2]
 }
 
 // pairRatios returns, round by round, the ratio of the k-th interval at
@@ -382,9 +390,7 @@ func pairRatios(rep txnBenchReport, a, b int) (median float64, list string) {
 	if len(ratios) == 0 {
 		return 0, ""
 	}
-	sorted := slices.Clone(ratios)
-	slices.Sort(sorted)
-	return sorted[(len(sorted)-1)/2], strings.Join(out, ", ")
+	return lowerMiddle(ratios, cmp.Compare[float64]), strings.Join(out, ", ")
 }
 
 // medianLoss returns the row of rep's Fig. 5 table at byz Byzantine
@@ -402,9 +408,7 @@ func medianLoss(rep txnBenchReport, byz int) (*fig5Row, string) {
 	if len(rows) == 0 {
 		return nil, ""
 	}
-	sorted := slices.Clone(rows)
-	slices.SortFunc(sorted, func(a, b *fig5Row) int { return cmp.Compare(a.LossPct, b.LossPct) })
-	return sorted[(len(sorted)-1)/2], strings.Join(all, ", ")
+	return lowerMiddle(rows, func(a, b *fig5Row) int { return cmp.Compare(a.LossPct, b.LossPct) }), strings.Join(all, ", ")
 }
 
 // fig5Extra separates the 30 % run's loss into fewer correct callers and
