@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -33,6 +35,39 @@ type Metrics struct {
 	// augustus_storage_compactions_running read on each scrape (nil while
 	// no engine is open: the gauges read 0).
 	lsm atomic.Pointer[Engine]
+	// closed holds the LSM counters of the engines closed before the open
+	// one (pebble counts from each open), so the counters stay monotonic
+	// across a restore that reopens the store within the process.
+	closedMu sync.Mutex
+	closed   lsmCounters
+}
+
+// lsmCounters are pebble's cumulative flush and compaction figures.
+type lsmCounters struct {
+	flushes, compactions              float64
+	flushedBytes, compactedBytes, wal float64
+}
+
+func (a *lsmCounters) add(b lsmCounters) {
+	a.flushes += b.flushes
+	a.compactions += b.compactions
+	a.flushedBytes += b.flushedBytes
+	a.compactedBytes += b.compactedBytes
+	a.wal += b.wal
+}
+
+// countersOf reads the cumulative counters of pebble's metrics.
+func countersOf(pm *pebble.Metrics) lsmCounters {
+	c := lsmCounters{
+		flushes:     float64(pm.Flush.Count),
+		compactions: float64(pm.Compact.Count),
+		wal:         float64(pm.WAL.BytesWritten),
+	}
+	for _, l := range pm.Levels {
+		c.flushedBytes += float64(l.TableBytesFlushed + l.BlobBytesFlushed)
+		c.compactedBytes += float64(l.TableBytesCompacted + l.BlobBytesCompacted)
+	}
+	return c
 }
 
 // NewMetrics creates the engine's metrics and registers them with reg if reg
@@ -68,11 +103,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	// in its steady shape, and how many compactions and flushes run. After
 	// a bulk load both stay up for a while, and the CPU they take would be
 	// charged to whatever is measured next (augustus bench waits for them).
+	//
+	// And the LSM's work so far: what flushes and compactions wrote beside
+	// the WAL is the store's write amplification, the share of a replica's
+	// CPU that grows with the database (docs/benchmarks/txn.md), and the L0
+	// sublevels are what a point read must look through above the levels.
 	lsm := &lsmCollector{m: m,
 		debt: prometheus.NewDesc("augustus_storage_compaction_debt_bytes",
 			"Estimated bytes the store must still compact to reach its steady shape (pebble's compaction debt).", nil, nil),
 		running: prometheus.NewDesc("augustus_storage_compactions_running",
 			"Compactions and memtable flushes in progress.", nil, nil),
+		flushes: prometheus.NewDesc("augustus_storage_flushes_total",
+			"Memtable flushes to L0.", nil, nil),
+		compactions: prometheus.NewDesc("augustus_storage_compactions_total",
+			"Compactions of every kind (including moves and delete-only ones).", nil, nil),
+		flushedBytes: prometheus.NewDesc("augustus_storage_flushed_bytes_total",
+			"Bytes of sstables written by memtable flushes.", nil, nil),
+		compactedBytes: prometheus.NewDesc("augustus_storage_compacted_bytes_total",
+			"Bytes of sstables written by compactions.", nil, nil),
+		wal: prometheus.NewDesc("augustus_storage_wal_written_bytes_total",
+			"Bytes written to the write-ahead log.", nil, nil),
+		l0: prometheus.NewDesc("augustus_storage_l0_sublevels",
+			"Sublevels of L0: the sstables a point read may have to look through before the levels below.", nil, nil),
 	}
 	if reg != nil {
 		reg.MustRegister(m.WrittenBytes, m.CommitDuration, m.WALSyncDuration, m.Fsyncs, m.CheckpointInstalls, lsm)
@@ -84,21 +136,50 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // from one read of pebble's metrics per scrape (zeros while no engine is
 // open).
 type lsmCollector struct {
-	m             *Metrics
-	debt, running *prometheus.Desc
+	m                                 *Metrics
+	debt, running, l0                 *prometheus.Desc
+	flushes, compactions              *prometheus.Desc
+	flushedBytes, compactedBytes, wal *prometheus.Desc
 }
 
-func (c *lsmCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.debt; ch <- c.running }
+func (c *lsmCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.debt, c.running, c.l0, c.flushes, c.compactions, c.flushedBytes, c.compactedBytes, c.wal} {
+		ch <- d
+	}
+}
 
 func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
-	var debt, running float64
+	var debt, running, l0 float64
+	var total lsmCounters
+	// Lock order closeMu (read) then closedMu, as in Close then detach:
+	// while the engine is held open here, detach cannot have moved its
+	// counters into closed yet, so they are counted once.
 	if e := c.m.lsm.Load(); e != nil && e.acquire() == nil {
 		pm := e.db.Metrics()
-		e.release()
 		debt, running = float64(pm.Compact.EstimatedDebt), float64(pm.Compact.NumInProgress+pm.Flush.NumInProgress)
+		l0 = float64(pm.Levels[0].Sublevels)
+		total = countersOf(pm)
+		c.m.closedMu.Lock()
+		total.add(c.m.closed)
+		c.m.closedMu.Unlock()
+		e.release()
+	} else {
+		c.m.closedMu.Lock()
+		total = c.m.closed
+		c.m.closedMu.Unlock()
 	}
-	ch <- prometheus.MustNewConstMetric(c.debt, prometheus.GaugeValue, debt)
-	ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, running)
+	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	gauge(c.debt, debt)
+	gauge(c.running, running)
+	gauge(c.l0, l0)
+	counter(c.flushes, total.flushes)
+	counter(c.compactions, total.compactions)
+	counter(c.flushedBytes, total.flushedBytes)
+	counter(c.compactedBytes, total.compactedBytes)
+	counter(c.wal, total.wal)
 }
 
 // attach makes the gauges read e; detach stops them reading e, if they do.
@@ -108,9 +189,14 @@ func (m *Metrics) attach(e *Engine) {
 	}
 }
 
+// detach runs in Close, under closeMu and while e's pebble is still open,
+// so e's counters move into closed.
 func (m *Metrics) detach(e *Engine) {
-	if m != nil {
-		m.lsm.CompareAndSwap(e, nil)
+	if m != nil && m.lsm.CompareAndSwap(e, nil) {
+		pm := e.db.Metrics()
+		m.closedMu.Lock()
+		m.closed.add(countersOf(pm))
+		m.closedMu.Unlock()
 	}
 }
 

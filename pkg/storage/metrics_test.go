@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -88,6 +89,12 @@ func TestMetricNamesFollowTheConvention(t *testing.T) {
 		"augustus_storage_checkpoint_installs_total",
 		"augustus_storage_compaction_debt_bytes",
 		"augustus_storage_compactions_running",
+		"augustus_storage_l0_sublevels",
+		"augustus_storage_flushes_total",
+		"augustus_storage_compactions_total",
+		"augustus_storage_flushed_bytes_total",
+		"augustus_storage_compacted_bytes_total",
+		"augustus_storage_wal_written_bytes_total",
 	}, names)
 }
 
@@ -141,4 +148,71 @@ func TestCompactionGaugesReadTheOpenEnginesBacklog(t *testing.T) {
 	require.Zero(t, gauge("augustus_storage_compactions_running"))
 	require.NoError(t, e.Close())
 	require.Zero(t, gauge("augustus_storage_compaction_debt_bytes"), "a closed engine reads 0")
+}
+
+// The LSM counters follow the engine's flushes and compactions, so an
+// operator can read the store's write amplification ((flushed + compacted)
+// / WAL bytes), and they keep counting across a close and reopen in the
+// same process (a checkpoint restore), where pebble's own start again at 0.
+func TestLSMCountersCountFlushesAndCompactionsAcrossReopens(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewMetrics(reg)
+	read := func() map[string]float64 { return gathered(t, reg) }
+	gauge := func(name string) float64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("no metric %s", name)
+		return 0
+	}
+	fs := vfs.NewMem()
+	e := openOn(t, fs, "db", Options{Metrics: m, noCompactions: true})
+	rng := rand.New(rand.NewPCG(1, 2))
+	fill := func(e *Engine, table int) {
+		commit(t, e, false, func(b *Batch) {
+			for i := range 2000 {
+				v := make([]byte, 100)
+				for j := range v {
+					v[j] = byte(rng.Uint32())
+				}
+				require.NoError(t, b.Set(UserData, fmt.Appendf(nil, "key-%05d-%d", i, table), v))
+			}
+		})
+		require.NoError(t, e.db.Flush())
+	}
+	before := read()
+	require.Zero(t, before["augustus_storage_flushes_total"])
+	require.Zero(t, before["augustus_storage_compacted_bytes_total"])
+	fill(e, 0)
+	fill(e, 1)
+	afterFlush := read()
+	require.GreaterOrEqual(t, afterFlush["augustus_storage_flushes_total"], 2.0)
+	require.Greater(t, afterFlush["augustus_storage_flushed_bytes_total"], 2*2000*100.0, "two flushes of 200 KB of values that do not compress")
+	require.Greater(t, afterFlush["augustus_storage_wal_written_bytes_total"], 2*2000*100.0, "the WAL holds both batches uncompressed")
+	require.Zero(t, afterFlush["augustus_storage_compacted_bytes_total"], "automatic compactions are off")
+	require.Equal(t, 2.0, gauge("augustus_storage_l0_sublevels"), "two overlapping flushed tables")
+
+	require.NoError(t, e.db.Compact(t.Context(), []byte{0}, []byte{0xff}, false))
+	afterCompact := read()
+	require.Greater(t, afterCompact["augustus_storage_compacted_bytes_total"], afterFlush["augustus_storage_flushed_bytes_total"]/2)
+	require.Greater(t, afterCompact["augustus_storage_compactions_total"], afterFlush["augustus_storage_compactions_total"])
+	require.Zero(t, gauge("augustus_storage_l0_sublevels"), "L0 compacted away")
+
+	// Close and reopen: every counter keeps its value and goes on from it.
+	require.NoError(t, e.Close())
+	closed := read()
+	for _, name := range []string{"augustus_storage_flushes_total", "augustus_storage_compactions_total",
+		"augustus_storage_flushed_bytes_total", "augustus_storage_compacted_bytes_total", "augustus_storage_wal_written_bytes_total"} {
+		require.Equal(t, afterCompact[name], closed[name], "%s after close", name)
+	}
+	e2 := openOn(t, fs, "db", Options{Metrics: m, noCompactions: true})
+	fill(e2, 2)
+	reopened := read()
+	require.Greater(t, reopened["augustus_storage_flushes_total"], closed["augustus_storage_flushes_total"])
+	require.Greater(t, reopened["augustus_storage_wal_written_bytes_total"], closed["augustus_storage_wal_written_bytes_total"])
+	require.Equal(t, closed["augustus_storage_compacted_bytes_total"], reopened["augustus_storage_compacted_bytes_total"])
 }
