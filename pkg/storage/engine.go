@@ -26,8 +26,8 @@ type Options struct {
 	Logger *slog.Logger
 	// CacheSize is the block cache size in bytes; 0 means DefaultCacheSize.
 	CacheSize int64
-	// MemTableSize is the memtable size in bytes; 0 means pebble's default
-	// (4 MiB).
+	// MemTableSize is the memtable size in bytes; 0 means
+	// DefaultMemTableSize.
 	MemTableSize uint64
 	// VerifyDigestOnOpen makes Open recompute the digest by a full scan and
 	// fail with ErrCorrupt if it differs from the persisted one.
@@ -52,6 +52,34 @@ type Options struct {
 
 // DefaultCacheSize is the block cache size used when Options.CacheSize is 0.
 const DefaultCacheSize = 64 << 20
+
+// DefaultMemTableSize is the memtable size used when Options.MemTableSize is
+// 0: four times pebble's default, for the reason given at lsmTuning.
+const DefaultMemTableSize = 16 << 20
+
+// lsmTuning sets the two pebble options where the replicated workload is
+// not the one pebble's defaults are made for.
+//
+// A replica deletes most of what it writes within seconds: the transaction
+// engine's records, nonces and pending entries go when the owner's
+// watermark passes them (txn.md W2), and the ordering log is truncated at
+// each stable checkpoint. A flush drops such a key's value but must keep its
+// tombstone, so every flushed table is dense with tombstones, and pebble's
+// tombstone-density heuristic picked it for a compaction of its own into the
+// bottom level. Data keys are written uniformly at random, so each such
+// compaction overlapped, and rewrote, the whole bottom level: at 3M items,
+// 16 MB to merge in well under 1 MB, and compactions wrote 20 times what
+// flushes did (augustus_storage_compacted_bytes_total against
+// augustus_storage_flushed_bytes_total). The ordinary L0 compactions drop
+// those tombstones at the bottom level all the same, so the heuristic is
+// off; and a 16 MiB memtable makes them a quarter as frequent. Measured at
+// 3M items, 2 groups, workload A at 100 % multi-group (60 s intervals,
+// docs/benchmarks/txn.md, 2026-11-26): cluster CPU per transaction 6.0 →
+// 4.5–4.7 ms. A larger memtable (32 MiB) was no better: point reads search
+// it, and it fills with the deleted keys' entries.
+func lsmTuning(o *pebble.Options) {
+	o.Experimental.TombstoneDenseCompactionThreshold = -1
+}
 
 // stagingDirName is the directory, inside the store's directory, where
 // InstallCheckpoint stages sstables. Open removes it.
@@ -147,9 +175,11 @@ func Open(dir string, opts Options) (*Engine, error) {
 		Logger:             pebbleLogger{logger},
 		ReadOnly:           opts.ReadOnly,
 	}
+	popts.MemTableSize = DefaultMemTableSize
 	if opts.MemTableSize != 0 {
 		popts.MemTableSize = opts.MemTableSize
 	}
+	lsmTuning(popts)
 	popts.DisableAutomaticCompactions = opts.noCompactions
 	popts.EnsureDefaults()
 	db, err := pebble.Open(dir, popts)
