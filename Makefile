@@ -77,9 +77,10 @@ demo: build ## 2 groups × 4 replicas in ./augustus-demo and a transaction conso
 .PHONY: bench-txn
 BENCH_TXN_DURATION ?= 8s
 BENCH_TXN_ITEMS    ?= 200000
-bench-txn: ## transaction benchmarks on 1, 2, 4 groups (A–D, bank, Fig. 5, noop baseline, the issue's ratio goals): writes docs/benchmarks/txn.md (BENCH_TXN_DURATION=8s per run)
+BENCH_TXN_FIG5_DURATION ?= 30s
+bench-txn: ## transaction benchmarks on 1, 2, 4 groups (A–D, bank, Fig. 5, noop baseline, the issue's ratio goals): writes docs/benchmarks/txn.md (BENCH_TXN_DURATION=8s per run, BENCH_TXN_FIG5_DURATION=30s per Fig. 5 run at 3M items)
 	$(GO) test -count=1 -timeout 60m -v -run '^TestBenchTxnSuite$$' ./cmd/augustus/internal/cli/ \
-	  -args -bench-txn-out=$(CURDIR)/docs/benchmarks/txn.md -bench-txn-duration=$(BENCH_TXN_DURATION) -bench-txn-items=$(BENCH_TXN_ITEMS)
+	  -args -bench-txn-out=$(CURDIR)/docs/benchmarks/txn.md -bench-txn-duration=$(BENCH_TXN_DURATION) -bench-txn-items=$(BENCH_TXN_ITEMS) -bench-txn-fig5-duration=$(BENCH_TXN_FIG5_DURATION)
 
 clean: ## remove build output
 	rm -rf bin
