@@ -109,22 +109,26 @@ func TestNilMetricsRecordNothingAndUnregisteredMetricsWork(t *testing.T) {
 	commit(t, e, true, func(b *Batch) { require.NoError(t, b.Set(UserData, []byte("k"), nil)) })
 }
 
+// gaugeValue returns the value of the unlabelled gauge name in reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
 // The compaction gauges read the open engine's LSM: flushed tables that
 // overlap in L0 above a base level are debt until compacted (automatic
 // compactions are off here, so it stays), and a closed engine reads 0.
 func TestCompactionGaugesReadTheOpenEnginesBacklog(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	gauge := func(name string) float64 {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			if mf.GetName() == name {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		t.Fatalf("no metric %s", name)
-		return 0
-	}
+	gauge := func(name string) float64 { return gaugeValue(t, reg, name) }
 	m := NewMetrics(reg)
 	require.Zero(t, gauge("augustus_storage_compaction_debt_bytes"), "no engine open yet")
 	e := openOn(t, vfs.NewMem(), "db", Options{Metrics: m, noCompactions: true})
@@ -158,17 +162,7 @@ func TestLSMCountersCountFlushesAndCompactionsAcrossReopens(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := NewMetrics(reg)
 	read := func() map[string]float64 { return gathered(t, reg) }
-	gauge := func(name string) float64 {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			if mf.GetName() == name {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		t.Fatalf("no metric %s", name)
-		return 0
-	}
+	gauge := func(name string) float64 { return gaugeValue(t, reg, name) }
 	fs := vfs.NewMem()
 	e := openOn(t, fs, "db", Options{Metrics: m, noCompactions: true})
 	rng := rand.New(rand.NewPCG(1, 2))
