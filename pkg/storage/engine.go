@@ -57,8 +57,9 @@ const DefaultCacheSize = 64 << 20
 // 0: four times pebble's default, for the reason given at lsmTuning.
 const DefaultMemTableSize = 16 << 20
 
-// lsmTuning sets the two pebble options where the replicated workload is
-// not the one pebble's defaults are made for.
+// lsmTuning turns off pebble's tombstone-density compactions; with
+// DefaultMemTableSize it is where a replica's store departs from pebble's
+// defaults, which are not made for the replicated workload.
 //
 // A replica deletes most of what it writes within seconds: the transaction
 // engine's records, nonces and pending entries go when the owner's
