@@ -159,14 +159,10 @@ func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
 		debt, running = float64(pm.Compact.EstimatedDebt), float64(pm.Compact.NumInProgress+pm.Flush.NumInProgress)
 		l0 = float64(pm.Levels[0].Sublevels)
 		total = countersOf(pm)
-		c.m.closedMu.Lock()
-		total.add(c.m.closed)
-		c.m.closedMu.Unlock()
+		total.add(c.m.closedCounters())
 		e.release()
 	} else {
-		c.m.closedMu.Lock()
-		total = c.m.closed
-		c.m.closedMu.Unlock()
+		total = c.m.closedCounters()
 	}
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
 	counter := func(d *prometheus.Desc, v float64) {
@@ -187,6 +183,13 @@ func (m *Metrics) attach(e *Engine) {
 	if m != nil {
 		m.lsm.Store(e)
 	}
+}
+
+// closedCounters returns the LSM counters of the engines closed so far.
+func (m *Metrics) closedCounters() lsmCounters {
+	m.closedMu.Lock()
+	defer m.closedMu.Unlock()
+	return m.closed
 }
 
 // detach runs in Close, under closeMu and while e's pebble is still open,

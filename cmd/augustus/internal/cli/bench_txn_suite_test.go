@@ -65,7 +65,12 @@ func lastLine(s string) string {
 }
 
 func (s *suite) runArgs(dir string, callers int) []string {
-	return []string{"--dir", dir, "--clients", fmt.Sprint(callers), "--duration", s.dur.String(), "--warmup", s.warmup}
+	return s.runArgsFor(dir, callers, s.dur)
+}
+
+// runArgsFor is runArgs with a measured interval of its own.
+func (s *suite) runArgsFor(dir string, callers int, dur time.Duration) []string {
+	return []string{"--dir", dir, "--clients", fmt.Sprint(callers), "--duration", dur.String(), "--warmup", s.warmup}
 }
 
 func uptime() string {
@@ -169,11 +174,11 @@ func TestBenchTxnSuite(t *testing.T) {
 	// compactions behind that would pass for a loss.
 	loadFig5 := s.load(dir2, "A", fig5Items)
 	fig5Args := func(callers, items int, extra ...string) []string {
-		args := s.runArgs(dir2, callers)
+		dur := s.dur
 		if items == fig5Items {
-			args = append(args, "--duration", benchTxnFig5Duration.String()) // the last --duration counts
+			dur = *benchTxnFig5Duration
 		}
-		return append(append(args, "--workload", "A", "--items", fmt.Sprint(items), "--multi-group", "20"), extra...)
+		return append(append(s.runArgsFor(dir2, callers, dur), "--workload", "A", "--items", fmt.Sprint(items), "--multi-group", "20"), extra...)
 	}
 	s.bench("Fig. 5, settling after the load", fig5Args(fig5Callers, fig5Items)...)
 	fig5 := s.bench("Fig. 5, 2 groups", fig5Args(fig5Callers, fig5Items, "--byzantine", goalRepeats("0,10,20,30")+",0")...)
