@@ -46,6 +46,7 @@ type Metrics struct {
 type lsmCounters struct {
 	flushes, compactions              float64
 	flushedBytes, compactedBytes, wal float64
+	filterHits, filterMisses          float64
 }
 
 func (a *lsmCounters) add(b lsmCounters) {
@@ -54,6 +55,8 @@ func (a *lsmCounters) add(b lsmCounters) {
 	a.flushedBytes += b.flushedBytes
 	a.compactedBytes += b.compactedBytes
 	a.wal += b.wal
+	a.filterHits += b.filterHits
+	a.filterMisses += b.filterMisses
 }
 
 // countersOf reads the cumulative counters of pebble's metrics.
@@ -62,6 +65,9 @@ func countersOf(pm *pebble.Metrics) lsmCounters {
 		flushes:     float64(pm.Flush.Count),
 		compactions: float64(pm.Compact.Count),
 		wal:         float64(pm.WAL.BytesWritten),
+
+		filterHits:   float64(pm.Filter.Hits),
+		filterMisses: float64(pm.Filter.Misses),
 	}
 	for _, l := range pm.Levels {
 		c.flushedBytes += float64(l.TableBytesFlushed + l.BlobBytesFlushed)
@@ -108,6 +114,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	// the WAL is the store's write amplification, the share of a replica's
 	// CPU that grows with the database (docs/benchmarks/txn.md), and the L0
 	// sublevels are what a point read must look through above the levels.
+	// The Bloom filters' hits are the sstable reads they saved (lsmTuning).
 	lsm := &lsmCollector{m: m,
 		debt: prometheus.NewDesc("augustus_storage_compaction_debt_bytes",
 			"Estimated bytes the store must still compact to reach its steady shape (pebble's compaction debt).", nil, nil),
@@ -125,6 +132,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Bytes written to the write-ahead log.", nil, nil),
 		l0: prometheus.NewDesc("augustus_storage_l0_sublevels",
 			"Sublevels of L0: the sstables a point read may have to look through before the levels below.", nil, nil),
+		filterHits: prometheus.NewDesc("augustus_storage_bloom_filter_hits_total",
+			"Point reads of an sstable that its Bloom filter showed to miss, so no data block was read.", nil, nil),
+		filterMisses: prometheus.NewDesc("augustus_storage_bloom_filter_misses_total",
+			"Point reads of an sstable that its Bloom filter could not rule out, so a data block was read.", nil, nil),
 	}
 	if reg != nil {
 		reg.MustRegister(m.WrittenBytes, m.CommitDuration, m.WALSyncDuration, m.Fsyncs, m.CheckpointInstalls, lsm)
@@ -140,10 +151,11 @@ type lsmCollector struct {
 	debt, running, l0                 *prometheus.Desc
 	flushes, compactions              *prometheus.Desc
 	flushedBytes, compactedBytes, wal *prometheus.Desc
+	filterHits, filterMisses          *prometheus.Desc
 }
 
 func (c *lsmCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.debt, c.running, c.l0, c.flushes, c.compactions, c.flushedBytes, c.compactedBytes, c.wal} {
+	for _, d := range []*prometheus.Desc{c.debt, c.running, c.l0, c.flushes, c.compactions, c.flushedBytes, c.compactedBytes, c.wal, c.filterHits, c.filterMisses} {
 		ch <- d
 	}
 }
@@ -176,6 +188,8 @@ func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.flushedBytes, total.flushedBytes)
 	counter(c.compactedBytes, total.compactedBytes)
 	counter(c.wal, total.wal)
+	counter(c.filterHits, total.filterHits)
+	counter(c.filterMisses, total.filterMisses)
 }
 
 // attach makes the gauges read e; detach stops them reading e, if they do.

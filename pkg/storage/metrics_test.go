@@ -95,6 +95,8 @@ func TestMetricNamesFollowTheConvention(t *testing.T) {
 		"augustus_storage_flushed_bytes_total",
 		"augustus_storage_compacted_bytes_total",
 		"augustus_storage_wal_written_bytes_total",
+		"augustus_storage_bloom_filter_hits_total",
+		"augustus_storage_bloom_filter_misses_total",
 	}, names)
 }
 
