@@ -19,9 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
 	"github.com/augustus-db/augustus/pkg/bft/replica"
+	"github.com/augustus-db/augustus/pkg/storage"
 	"github.com/augustus-db/augustus/pkg/txn/partition"
 )
 
@@ -48,10 +50,27 @@ type replicaOptions struct {
 	app      string
 	logLevel string
 	pprof    string
+	// The store's sizes (--cache-size, --memtable-size).
+	cacheSize, memTableSize byteSize
+}
+
+// newStoreSizes returns the flags' values of the store's sizes, at their
+// defaults.
+func newStoreSizes() (cache, memTable byteSize) {
+	return byteSize{v: storage.DefaultCacheSize, min: minStoreSize, max: maxCacheSize},
+		byteSize{v: storage.DefaultMemTableSize, min: minStoreSize, max: maxMemTableSize}
+}
+
+// storeSizeFlags registers --cache-size and --memtable-size (augustus
+// replica, and start, which passes them on to every replica).
+func storeSizeFlags(fl *pflag.FlagSet, cache, memTable *byteSize) {
+	fl.Var(cache, "cache-size", "the store's block cache: sstable blocks kept in memory (e.g. 256MiB)")
+	fl.Var(memTable, "memtable-size", "the store's memtable: writes gathered in memory before a flush to an sstable (e.g. 32MiB)")
 }
 
 func newReplicaCommand() *cobra.Command {
 	o := replicaOptions{}
+	o.cacheSize, o.memTableSize = newStoreSizes()
 	cmd := &cobra.Command{
 		Use:   "replica --dir DIR --id NAME",
 		Short: "Run one replica of a cluster",
@@ -83,6 +102,7 @@ what "augustus bench --workload log" and the process tests use); "noop" executes
 	fl.StringVar(&o.app, "app", appTxn, `application: "txn" (the transaction engine), "log" or "noop"`)
 	fl.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (host:port; off by default)")
+	storeSizeFlags(fl, &o.cacheSize, &o.memTableSize)
 	_ = cmd.MarkFlagRequired("dir")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
@@ -147,6 +167,8 @@ func loadReplicaSetup(o replicaOptions) (*cluster.Cluster, *cluster.Replica, rep
 		data = filepath.Join(o.dir, "data", o.id)
 	}
 	cfg = replica.Config{Cluster: c, Name: o.id, Key: key, DataDir: data}
+	cfg.StorageOptions.CacheSize = int64(o.cacheSize.v)
+	cfg.StorageOptions.MemTableSize = o.memTableSize.v
 	return c, rep, cfg, nil
 }
 

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
+	"github.com/augustus-db/augustus/pkg/storage"
 )
 
 // editClusterFile rewrites cluster.json as generic JSON, bypassing
@@ -79,6 +81,18 @@ func TestReplicaStartupErrorsAreClear(t *testing.T) {
 			args: []string{"--app", "sql"},
 			want: []string{`--app "sql": want "txn", "log" or "noop"`},
 		},
+		"memtable size not a size": {
+			args: []string{"--memtable-size", "lots"},
+			want: []string{`invalid argument "lots" for "--memtable-size" flag: want a size such as 64MiB`},
+		},
+		"memtable size too large": {
+			args: []string{"--memtable-size", "8GiB"},
+			want: []string{"8.0 GiB is out of range: want 1.0 MiB to 1.0 GiB"},
+		},
+		"cache size too small": {
+			args: []string{"--cache-size", "4096"},
+			want: []string{`"--cache-size" flag: 4.0 KiB is out of range`},
+		},
 		"bad log level": {
 			args: []string{"--log-level", "loud"},
 			want: []string{`--log-level "loud"`},
@@ -107,6 +121,53 @@ func TestReplicaStartupErrorsAreClear(t *testing.T) {
 			}
 			_, err := os.Stat(filepath.Join(dir, "data", "g0r1"))
 			require.True(t, os.IsNotExist(err), "a replica that fails its checks creates no store")
+		})
+	}
+}
+
+// --cache-size and --memtable-size set the store's sizes (their defaults
+// storage's), and start passes them on to every replica it runs.
+func TestStoreSizeFlagsReachTheReplicasStore(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	for name, tc := range map[string]struct {
+		args            []string
+		cache, memTable int64
+	}{
+		"defaults": {cache: storage.DefaultCacheSize, memTable: storage.DefaultMemTableSize},
+		"IEC":      {args: []string{"--cache-size", "256MiB", "--memtable-size", "32 MiB"}, cache: 256 << 20, memTable: 32 << 20},
+		"SI and bytes": {args: []string{"--cache-size", "100MB", "--memtable-size", "8388608"},
+			cache: 100_000_000, memTable: 8 << 20},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := replicaOptions{dir: dir, id: "g0r1", app: appTxn}
+			o.cacheSize, o.memTableSize = newStoreSizes()
+			fl := pflag.NewFlagSet("replica", pflag.ContinueOnError)
+			storeSizeFlags(fl, &o.cacheSize, &o.memTableSize)
+			require.NoError(t, fl.Parse(tc.args))
+			_, _, cfg, err := loadReplicaSetup(o)
+			require.NoError(t, err)
+			require.EqualValues(t, tc.cache, cfg.StorageOptions.CacheSize)
+			require.EqualValues(t, tc.memTable, cfg.StorageOptions.MemTableSize)
+
+			// start's command line for a replica carries the same sizes.
+			so := startOptions{dir: dir, app: appTxn, logLevel: "info"}
+			so.cacheSize, so.memTableSize = newStoreSizes()
+			sfl := pflag.NewFlagSet("start", pflag.ContinueOnError)
+			storeSizeFlags(sfl, &so.cacheSize, &so.memTableSize)
+			require.NoError(t, sfl.Parse(tc.args))
+			ro := replicaOptions{}
+			ro.cacheSize, ro.memTableSize = newStoreSizes()
+			rfl := pflag.NewFlagSet("replica", pflag.ContinueOnError)
+			storeSizeFlags(rfl, &ro.cacheSize, &ro.memTableSize)
+			rfl.String("dir", "", "")
+			rfl.String("id", "", "")
+			rfl.String("app", "", "")
+			rfl.String("log-level", "", "")
+			args := replicaArgs(so, "g0r1", 1)
+			require.Equal(t, "replica", args[0])
+			require.NoError(t, rfl.Parse(args[1:]))
+			require.EqualValues(t, tc.cache, ro.cacheSize.v)
+			require.EqualValues(t, tc.memTable, ro.memTableSize.v)
 		})
 	}
 }

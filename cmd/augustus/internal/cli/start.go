@@ -26,6 +26,9 @@ type startOptions struct {
 	// pprofBase is the pprof port of the first replica (--pprof).
 	pprofBase int
 	restart   string
+	// The replicas' store sizes, passed on when given (--cache-size,
+	// --memtable-size).
+	cacheSize, memTableSize byteSize
 	// tests shorten the restart pacing (zero: the supervisor's defaults).
 	restartBackoff   backoff.Config
 	maxStartFailures int
@@ -34,6 +37,7 @@ type startOptions struct {
 
 func newStartCommand() *cobra.Command {
 	o := startOptions{}
+	o.cacheSize, o.memTableSize = newStoreSizes()
 	cmd := &cobra.Command{
 		Use:   "start --dir DIR",
 		Short: "Run every replica of a local cluster as child processes and keep them running",
@@ -67,7 +71,8 @@ executes nothing (bench --workload noop).`,
 		Example: `  augustus init --dir ./cluster
   augustus start --dir ./cluster                 # the transaction engine (augustus txn)
   augustus start --dir ./cluster --app noop --log-level warn
-  augustus start --dir ./cluster --restart never --grace 30s`,
+  augustus start --dir ./cluster --restart never --grace 30s
+  augustus start --dir ./cluster --cache-size 256MiB --memtable-size 32MiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runStart(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
@@ -80,6 +85,7 @@ executes nothing (bench --workload noop).`,
 	fl.DurationVar(&o.grace, "grace", 10*time.Second, "how long replicas get to stop after SIGTERM before SIGKILL (> 0)")
 	fl.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof on each replica, at 127.0.0.1:PORT+k for the k-th replica of the table (PORT: --pprof-base-port)")
 	fl.IntVar(&o.pprofBase, "pprof-base-port", defaultPprofBasePort, "with --pprof: the port of the first replica's pprof endpoint")
+	storeSizeFlags(fl, &o.cacheSize, &o.memTableSize)
 	fl.StringVar(&o.restart, "restart", restartOnFailure, `when to restart a replica that exited: "on-failure" (crashed or failed), "always" or "never"`)
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
@@ -144,13 +150,7 @@ func runStart(ctx context.Context, stdout, stderr io.Writer, o startOptions) err
 	changed := make(chan struct{}, 1)
 	var sup *supervisor
 	sup, err = newSupervisor(supervisorConfig{
-		args: func(name string) []string {
-			args := []string{"replica", "--dir", o.dir, "--id", name, "--app", o.app, "--log-level", o.logLevel}
-			if o.pprof {
-				args = append(args, "--pprof", pprofAddr(o.pprofBase, index[name]))
-			}
-			return args
-		},
+		args: func(name string) []string { return replicaArgs(o, name, index[name]) },
 		output: func(name string) (io.Writer, func(), error) {
 			w := &prefixWriter{mu: &outMu, w: stderr, prefix: fmt.Sprintf("%-*s | ", maxLen(names), name)}
 			return w, w.Flush, nil
@@ -393,4 +393,15 @@ func waitReplicasUp(ctx context.Context, c *cluster.Cluster, sup *supervisor) er
 		}
 	}
 	return nil
+}
+
+// replicaArgs is the command line of the k-th replica, name, under start:
+// start's options that every replica takes, passed on.
+func replicaArgs(o startOptions, name string, k int) []string {
+	args := []string{"replica", "--dir", o.dir, "--id", name, "--app", o.app, "--log-level", o.logLevel,
+		"--cache-size", fmt.Sprint(o.cacheSize.v), "--memtable-size", fmt.Sprint(o.memTableSize.v)}
+	if o.pprof {
+		args = append(args, "--pprof", pprofAddr(o.pprofBase, k))
+	}
+	return args
 }
