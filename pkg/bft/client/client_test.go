@@ -318,3 +318,33 @@ func TestClientKeepsInFlightEnvelopesAndPacksTheRest(t *testing.T) {
 		t.Fatalf("third envelope: %d calls, %v; want the 8 queued", len(calls), err)
 	}
 }
+
+// The loop ticks (to retransmit overdue envelopes, C4) only while an
+// envelope is outstanding: an idle client sleeps, and a client whose last
+// envelope was answered stops ticking again.
+func TestIdleClientDoesNotTick(t *testing.T) {
+	r := newRig(t, 4, 40*time.Millisecond) // a tick every 10 ms while busy
+	time.Sleep(150 * time.Millisecond)
+	if n := r.c.ticks.Load(); n != 0 {
+		t.Fatalf("an idle client ticked %d times", n)
+	}
+
+	out := r.invoke("x")
+	waitUntil(t, "a retransmission of the unanswered envelope", func() bool { return len(r.conns[1].requests()) >= 1 })
+	if r.c.ticks.Load() == 0 {
+		t.Fatal("the client retransmitted without ticking")
+	}
+	req := r.conns[0].requests()[0]
+	for i := 0; i < 2; i++ {
+		r.reply(i, req, bftpb.ReplyStatus_REPLY_STATUS_OK, results("ok"), true)
+	}
+	if o := <-out; o.err != nil {
+		t.Fatal(o.err)
+	}
+	time.Sleep(30 * time.Millisecond) // a tick may be in flight as the result arrives
+	before := r.c.ticks.Load()
+	time.Sleep(150 * time.Millisecond)
+	if n := r.c.ticks.Load() - before; n != 0 {
+		t.Fatalf("the client ticked %d times after its last envelope was answered", n)
+	}
+}
