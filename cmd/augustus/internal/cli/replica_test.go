@@ -170,4 +170,10 @@ func TestStoreSizeFlagsReachTheReplicasStore(t *testing.T) {
 			require.EqualValues(t, tc.memTable, ro.memTableSize.v)
 		})
 	}
+
+	// startOptions without sizes (tests, the demo) start replicas at
+	// their defaults instead of passing a size of zero, which they refuse.
+	args := replicaArgs(startOptions{dir: dir, app: appTxn, logLevel: "info"}, "g0r1", 1)
+	require.NotContains(t, args, "--cache-size")
+	require.NotContains(t, args, "--memtable-size")
 }

@@ -396,10 +396,17 @@ func waitReplicasUp(ctx context.Context, c *cluster.Cluster, sup *supervisor) er
 }
 
 // replicaArgs is the command line of the k-th replica, name, under start:
-// start's options that every replica takes, passed on.
+// start's options that every replica takes, passed on. A zero store size
+// (startOptions built without newStoreSizes, as tests and the demo do) is
+// left out, so the replica takes its default.
 func replicaArgs(o startOptions, name string, k int) []string {
-	args := []string{"replica", "--dir", o.dir, "--id", name, "--app", o.app, "--log-level", o.logLevel,
-		"--cache-size", fmt.Sprint(o.cacheSize.v), "--memtable-size", fmt.Sprint(o.memTableSize.v)}
+	args := []string{"replica", "--dir", o.dir, "--id", name, "--app", o.app, "--log-level", o.logLevel}
+	if o.cacheSize.v != 0 {
+		args = append(args, "--cache-size", fmt.Sprint(o.cacheSize.v))
+	}
+	if o.memTableSize.v != 0 {
+		args = append(args, "--memtable-size", fmt.Sprint(o.memTableSize.v))
+	}
 	if o.pprof {
 		args = append(args, "--pprof", pprofAddr(o.pprofBase, k))
 	}
