@@ -58,9 +58,10 @@ const DefaultCacheSize = 64 << 20
 // 0: four times pebble's default, for the reason given at lsmTuning.
 const DefaultMemTableSize = 16 << 20
 
-// lsmTuning turns off pebble's tombstone-density compactions; with
-// DefaultMemTableSize it is where a replica's store departs from pebble's
-// defaults, which are not made for the replicated workload.
+// lsmTuning turns off pebble's tombstone-density compactions and puts a
+// Bloom filter on every level; with DefaultMemTableSize it is where a
+// replica's store departs from pebble's defaults, which are not made for
+// the replicated workload.
 //
 // A replica deletes most of what it writes within seconds: the transaction
 // engine's records, nonces and pending entries go when the owner's
@@ -80,7 +81,7 @@ const DefaultMemTableSize = 16 << 20
 // 4.5–4.7 ms. A larger memtable (32 MiB) was no better: point reads search
 // it, and it fills with the deleted keys' entries.
 //
-// Every level's sstables carry a Bloom filter of their keys (bitsPerKey
+// Every level's sstables carry a Bloom filter of their keys (bloomBitsPerKey
 // bits per key, about 1 % false positives). Most point reads of a replica
 // are for keys that do not exist: a new transaction's record (txn.md E1)
 // and nonce entry (E2), the pending entry it is about to write, and the
@@ -89,11 +90,11 @@ const DefaultMemTableSize = 16 << 20
 // sstable whose key span covers the key, in every L0 sublevel and level;
 // with one it reads the filter block, which the block cache keeps. Pebble's
 // default is no filter. Measured on one group at 1M items, workload A at 0 %
-// multi-group, six interleaved pairs of 30 s intervals (2026-11-26, 17:35,
-// docs/benchmarks/txn.md): cluster CPU per transaction 1.40 → 1.32 ms, lower
-// with the filters in all six pairs. They cost about bitsPerKey/8 bytes per
-// key on disk and in the cache, and some hashing in flushes and
-// compactions. Tables written before keep their absence of a filter until a
+// multi-group, six interleaved pairs of 30 s intervals (2026-11-26, about
+// 16:40, docs/benchmarks/txn.md): cluster CPU per transaction 1.40 → 1.32
+// ms, lower with the filters in all six pairs. They cost about
+// bloomBitsPerKey/8 bytes per key on disk and in the cache, and some
+// hashing in flushes and compactions. Tables written before keep their absence of a filter until a
 // compaction rewrites them.
 func lsmTuning(o *pebble.Options) {
 	o.Experimental.TombstoneDenseCompactionThreshold = -1

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
@@ -149,23 +150,18 @@ func TestStoreSizeFlagsReachTheReplicasStore(t *testing.T) {
 			require.EqualValues(t, tc.cache, cfg.StorageOptions.CacheSize)
 			require.EqualValues(t, tc.memTable, cfg.StorageOptions.MemTableSize)
 
-			// start's command line for a replica carries the same sizes.
-			so := startOptions{dir: dir, app: appTxn, logLevel: "info"}
-			so.cacheSize, so.memTableSize = newStoreSizes()
-			sfl := pflag.NewFlagSet("start", pflag.ContinueOnError)
-			storeSizeFlags(sfl, &so.cacheSize, &so.memTableSize)
-			require.NoError(t, sfl.Parse(tc.args))
-			ro := replicaOptions{}
-			ro.cacheSize, ro.memTableSize = newStoreSizes()
-			rfl := pflag.NewFlagSet("replica", pflag.ContinueOnError)
-			storeSizeFlags(rfl, &ro.cacheSize, &ro.memTableSize)
-			rfl.String("dir", "", "")
-			rfl.String("id", "", "")
-			rfl.String("app", "", "")
-			rfl.String("log-level", "", "")
+			// start's command line for a replica carries the same sizes:
+			// parsed by start's flags, passed on by replicaArgs, parsed
+			// again by replica's.
+			sc := newStartCommand()
+			require.NoError(t, sc.ParseFlags(tc.args))
+			so := startOptions{dir: dir, app: appTxn, logLevel: "info",
+				cacheSize: *sizeFlag(t, sc, "cache-size"), memTableSize: *sizeFlag(t, sc, "memtable-size")}
 			args := replicaArgs(so, "g0r1", 1)
 			require.Equal(t, "replica", args[0])
-			require.NoError(t, rfl.Parse(args[1:]))
+			rc := newReplicaCommand()
+			require.NoError(t, rc.ParseFlags(args[1:]))
+			ro := replicaOptions{cacheSize: *sizeFlag(t, rc, "cache-size"), memTableSize: *sizeFlag(t, rc, "memtable-size")}
 			require.EqualValues(t, tc.cache, ro.cacheSize.v)
 			require.EqualValues(t, tc.memTable, ro.memTableSize.v)
 		})
@@ -176,4 +172,14 @@ func TestStoreSizeFlagsReachTheReplicasStore(t *testing.T) {
 	args := replicaArgs(startOptions{dir: dir, app: appTxn, logLevel: "info"}, "g0r1", 1)
 	require.NotContains(t, args, "--cache-size")
 	require.NotContains(t, args, "--memtable-size")
+}
+
+// sizeFlag returns the value of cmd's size flag name.
+func sizeFlag(t *testing.T, cmd *cobra.Command, name string) *byteSize {
+	t.Helper()
+	f := cmd.Flags().Lookup(name)
+	require.NotNil(t, f, "no flag --%s", name)
+	v, ok := f.Value.(*byteSize)
+	require.True(t, ok, "--%s is a %T", name, f.Value)
+	return v
 }

@@ -26,8 +26,8 @@ type startOptions struct {
 	// pprofBase is the pprof port of the first replica (--pprof).
 	pprofBase int
 	restart   string
-	// The replicas' store sizes, passed on when given (--cache-size,
-	// --memtable-size).
+	// The replicas' store sizes (--cache-size, --memtable-size), passed on
+	// to every replica unless zero (replicaArgs).
 	cacheSize, memTableSize byteSize
 	// tests shorten the restart pacing (zero: the supervisor's defaults).
 	restartBackoff   backoff.Config
