@@ -78,6 +78,11 @@ type txnRunResult struct {
 	// Recoveries are the correct client's recoveries of other owners'
 	// pending transactions (K4), by result.
 	Recoveries map[string]float64 `json:"recoveries,omitempty"`
+	// WindowWaits counts correct callers' transactions that waited for a
+	// nonce: the client's oldest unfinished transaction held its watermark
+	// a whole window (P) behind its next nonce (W3), so every caller of the
+	// client stalled until it finished.
+	WindowWaits float64 `json:"window_waits"`
 	// ClientAnomalies are answers no correct group gives (coord's count).
 	ClientAnomalies map[string]float64 `json:"client_anomalies,omitempty"`
 	AbsentReads     int64              `json:"absent_reads"`
@@ -223,6 +228,9 @@ var txnClientCounters = map[string]string{
 	"augustus_txn_client_retries_total":    "reason",
 	"augustus_txn_client_recoveries_total": "result",
 	"augustus_txn_client_anomalies_total":  "kind",
+	// Transactions of correct callers that waited for a nonce: the client's
+	// oldest unfinished transaction held its watermark P nonces behind (W3).
+	"augustus_txn_client_window_waits_total": "",
 }
 
 // snapshot scrapes every replica of every group, in parallel.
@@ -374,6 +382,8 @@ func (res *txnRunResult) fillCPU(before, after clusterSnapshot) {
 	res.RetriedReasons = counterDelta(before, after, "augustus_txn_client_retries_total")
 	res.Recoveries = counterDelta(before, after, "augustus_txn_client_recoveries_total")
 	res.ClientAnomalies = counterDelta(before, after, "augustus_txn_client_anomalies_total")
+	const windowWaits = "augustus_txn_client_window_waits_total"
+	res.WindowWaits = after.counters[windowWaits][""] - before.counters[windowWaits][""]
 	if res.Attempts > 0 {
 		var retried float64
 		for _, v := range res.RetriedReasons {
@@ -481,6 +491,7 @@ func printTxnRun(w io.Writer, r *txnRunResult) error {
 		{"  multi-group", fmtLatency(r.LatencyMultiMs)},
 		{"aborts", fmt.Sprintf("rate %.2f%% of %.0f attempts; retried: %s; aborted for good: %s", 100*r.AbortRate, r.Attempts, fmtCounts(r.RetriedReasons), fmtCounts(r.AbortedReasons))},
 		{"recoveries (K4)", fmtCounts(r.Recoveries)},
+		{"nonce window waits", fmt.Sprintf("%.0f", r.WindowWaits)},
 		{"cluster CPU", cpu},
 		{"bench client CPU", fmt.Sprintf("%.3f ms/txn (%.2fs)", r.ClientCPUMsPerTxn, r.ClientCPUSeconds)},
 		{"calls", fmt.Sprintf("%.2f calls/txn in %.2f envelopes/txn (%.1f calls per envelope); %.1f envelopes per PBFT batch, %.2f group batches/txn",

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
 	"github.com/augustus-db/augustus/pkg/txn"
+	"github.com/augustus-db/augustus/pkg/txn/coord"
 	"github.com/augustus-db/augustus/pkg/txn/oracle"
 )
 
@@ -319,4 +321,21 @@ func TestFig5LossIsAgainstTheBaselinesThatBracketTheRun(t *testing.T) {
 	rows = fig5Rows([]*txnRunResult{run(0, 1000), run(10, 900), run(30, 800)})
 	require.InDelta(t, 10, rows[1].LossPct, 1e-9)
 	require.InDelta(t, 20, rows[2].LossPct, 1e-9)
+}
+
+// The report counts the correct callers' waits for a nonce (W3) from the
+// client library's own counter, so a typo in the metric's name cannot pass
+// for "no waits".
+func TestReportCountsTheClientsNonceWindowWaits(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := coord.NewMetrics(reg)
+	before := clusterSnapshot{counters: gatherCounters(reg, txnClientCounters)}
+	m.WindowWaits.Add(3)
+	after := clusterSnapshot{counters: gatherCounters(reg, txnClientCounters)}
+	res := &txnRunResult{}
+	res.fillCPU(before, after)
+	require.Equal(t, 3.0, res.WindowWaits)
+	var out bytes.Buffer
+	require.NoError(t, printTxnRun(&out, res))
+	require.Regexp(t, `nonce window waits\s+│ 3\s`, out.String())
 }
