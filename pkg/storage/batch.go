@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"time"
 
@@ -42,6 +43,34 @@ type Batch struct {
 	// and scans) of replicated keys returned, for the commit's digest update
 	// (oldvalues.go).
 	olds oldValues
+	// written holds a hash of every replicated key an indexed batch wrote,
+	// so that Get asks the row cache (rowcache.go) only for keys whose value
+	// the batch did not change. A collision only sends a read to pebble.
+	written map[uint64]struct{}
+}
+
+// keySeed keys the hashes of Batch.written.
+var keySeed = maphash.MakeSeed()
+
+// noteWrite records a write of the engine key k (indexed batches of an
+// engine with a row cache).
+func (b *Batch) noteWrite(k []byte) {
+	if !b.indexed || b.e.rows == nil {
+		return
+	}
+	if b.written == nil {
+		b.written = make(map[uint64]struct{})
+	}
+	b.written[maphash.Bytes(keySeed, k)] = struct{}{}
+}
+
+// wrote reports whether the batch may have written the engine key k.
+func (b *Batch) wrote(k []byte) bool {
+	if len(b.written) == 0 {
+		return false
+	}
+	_, ok := b.written[maphash.Bytes(keySeed, k)]
+	return ok
 }
 
 // NewBatch returns an empty write-only batch.
@@ -83,6 +112,7 @@ func (b *Batch) Set(ks Keyspace, key, value []byte) error {
 	}
 	if ks.Replicated() {
 		b.replicated = true
+		b.noteWrite(op.Key)
 	}
 	b.count++
 	return nil
@@ -107,6 +137,7 @@ func (b *Batch) Delete(ks Keyspace, key []byte) error {
 	}
 	if ks.Replicated() {
 		b.replicated = true
+		b.noteWrite(op.Key)
 	}
 	b.count++
 	return nil
@@ -168,13 +199,24 @@ func (b *Batch) Get(ks Keyspace, key []byte) ([]byte, error) {
 	if err := checkKey(key); err != nil {
 		return nil, fmt.Errorf("storage: get in %s: %w", ks, err)
 	}
+	buf := getKeyBuf()
+	defer putKeyBuf(buf)
+	*buf = AppendKey((*buf)[:0], ks, key)
+	// A key the batch has not written reads the committed state: the row
+	// cache has it if it was read or written lately.
+	cacheable := b.e.rows != nil && !b.wrote(*buf)
+	if cacheable {
+		if v, gen, ok := b.e.rows.lookup(&b.e.replGen, *buf); ok {
+			b.e.metrics.rowCacheHit()
+			b.olds.read(gen, b.count, ks, key, v, true)
+			return v, nil // lookup's copy
+		}
+		b.e.metrics.rowCacheMiss()
+	}
 	it, err := b.pointIter()
 	if err != nil {
 		return nil, fmt.Errorf("storage: get in %s: %w", ks, err)
 	}
-	buf := getKeyBuf()
-	defer putKeyBuf(buf)
-	*buf = AppendKey((*buf)[:0], ks, key)
 	// The default comparer's prefix of a key is the whole key, so this is
 	// an exact lookup (as pebble's Get does).
 	if !it.SeekPrefixGE(*buf) {
@@ -189,6 +231,9 @@ func (b *Batch) Get(ks Keyspace, key []byte) ([]byte, error) {
 		return nil, fmt.Errorf("storage: get in %s: %w", ks, err)
 	}
 	b.olds.read(b.pointGen, b.count, ks, key, v, true)
+	if cacheable {
+		b.e.rows.fill(&b.e.replGen, b.pointGen, *buf, v)
+	}
 	return cloneValue(v), nil
 }
 
@@ -302,6 +347,7 @@ func (b *Batch) Reset() {
 	}
 	b.replicated, b.committed, b.poisoned, b.count = false, false, false, 0
 	b.olds.reset()
+	clear(b.written)
 }
 
 // Close releases the batch. Writes after Close return ErrClosed.
@@ -393,9 +439,10 @@ func (e *Engine) commitReplicated(b *Batch, wo *pebble.WriteOptions) (int, error
 	}
 	size := b.b.Len()
 	// Whether or not Apply succeeds, the committed replicated state may have
-	// changed: invalidate every batch's cached point-read iterator.
-	defer e.replGen.Add(1)
+	// changed: every batch's cached point-read iterator is invalidated (by
+	// the move of replGen), and the row cache follows the change.
 	if err := e.db.Apply(b.b, wo); err != nil {
+		e.rowsChanged()
 		b.poisoned = true
 		// The batch may or may not be visible (an fsync can fail after the
 		// memtable took it); the persisted digest is in the same batch, so
@@ -405,6 +452,7 @@ func (e *Engine) commitReplicated(b *Batch, wo *pebble.WriteOptions) (int, error
 		}
 		return 0, err
 	}
+	e.rowsApplied(b.b)
 	e.digest = next
 	return size, nil
 }
@@ -474,6 +522,11 @@ func (e *Engine) applyDelta(d *Digest, batch *Batch) error {
 		i = j + 1
 		ks, key := Keyspace(last.key[0]), last.key[1:]
 		old, found, known := batch.olds.lookup(gen, last.key, first.pos)
+		if !known && e.rows != nil {
+			// Under commitMu the row cache holds exactly committed values.
+			old, found = e.rows.peek(last.key)
+			known = found
+		}
 		if !known {
 			var err error
 			if old, found, err = seek.get(e, last.key); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -16,8 +17,25 @@ import (
 // batch's own commit and reset all show. The model is a map of the committed
 // state and the batch's overlay.
 func TestIndexedBatchPointReadsMatchCommittedStatePlusOwnWrites(t *testing.T) {
+	forRowCaches(t, testIndexedBatchPointReadsMatchCommittedStatePlusOwnWrites)
+}
+
+// rowCacheSizes are the row caches the read tests run with: none and the
+// default (an evicted entry is a miss, read from pebble like any other).
+var rowCacheSizes = []struct {
+	name string
+	size int64
+}{{"no row cache", -1}, {"default row cache", 0}}
+
+func forRowCaches(t *testing.T, test func(t *testing.T, opts Options)) {
+	for _, rc := range rowCacheSizes {
+		t.Run(rc.name, func(t *testing.T) { test(t, Options{RowCacheSize: rc.size}) })
+	}
+}
+
+func testIndexedBatchPointReadsMatchCommittedStatePlusOwnWrites(t *testing.T, opts Options) {
 	rapid.Check(t, func(rt *rapid.T) {
-		e := openMem(t)
+		e := openOn(t, vfs.NewMem(), "db", opts)
 		committed := map[string]string{}
 		overlay := map[string]*string{} // nil: deleted in the batch
 		b := e.NewIndexedBatch()
@@ -134,8 +152,12 @@ func TestBatchAndEngineCloseConcurrentlyWithAnOpenReadIterator(t *testing.T) {
 // writes (which return the batch's value, not the committed one), through
 // point reads and scans.
 func TestCommitDigestFromTheBatchsOwnReadsEqualsRecomputation(t *testing.T) {
+	forRowCaches(t, testCommitDigestFromTheBatchsOwnReadsEqualsRecomputation)
+}
+
+func testCommitDigestFromTheBatchsOwnReadsEqualsRecomputation(t *testing.T, opts Options) {
 	rapid.Check(t, func(rt *rapid.T) {
-		e := openMem(t)
+		e := openOn(t, vfs.NewMem(), "db", opts)
 		b := e.NewIndexedBatch()
 		defer b.Close()
 		key := func() []byte { return fmt.Appendf(nil, "k%d", rapid.IntRange(0, 8).Draw(rt, "key")) }
@@ -175,7 +197,8 @@ func TestCommitDigestFromTheBatchsOwnReadsEqualsRecomputation(t *testing.T) {
 // commits without seeking any committed value again; a key it did not read,
 // or one read before another batch committed, is sought.
 func TestCommitSeeksOnlyTheOldValuesTheBatchDidNotRead(t *testing.T) {
-	e := openMem(t)
+	// The memo alone: a row cache would answer some of the seeks.
+	e := openOn(t, vfs.NewMem(), "db", Options{RowCacheSize: -1})
 	commit(t, e, false, func(o *Batch) {
 		for _, k := range []string{"a", "b", "c"} {
 			require.NoError(t, o.Set(UserData, []byte(k), []byte("v0")))

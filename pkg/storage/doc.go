@@ -42,6 +42,15 @@
 // deleted element and a range tombstone does not name them: callers delete
 // replicated keys one by one.
 //
+// # Row cache
+//
+// Point reads of replicated keys through an indexed batch (Batch.Get, the
+// transaction engine's reads) are answered from a row cache when it holds
+// the key: committed values of keys read or written lately, kept outside the
+// Go heap (rowcache.go; Options.RowCacheSize). Every change of the committed
+// replicated state updates it under the same lock that moves the state's
+// generation, so a read from it is the read pebble would give.
+//
 // # Concurrency
 //
 // Engine and Snapshot are safe for concurrent use; a Batch is not. Commits

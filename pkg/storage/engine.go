@@ -30,6 +30,10 @@ type Options struct {
 	// MemTableSize is the memtable size in bytes; 0 means
 	// DefaultMemTableSize.
 	MemTableSize uint64
+	// RowCacheSize bounds the row cache (rowcache.go: committed values of
+	// replicated keys that indexed batches read) in bytes; 0 means
+	// DefaultRowCacheSize and a negative size turns it off.
+	RowCacheSize int64
 	// VerifyDigestOnOpen makes Open recompute the digest by a full scan and
 	// fail with ErrCorrupt if it differs from the persisted one.
 	VerifyDigestOnOpen bool
@@ -149,6 +153,10 @@ type Engine struct {
 	// commits and checkpoint ingestions): a batch's cached point-read
 	// iterator is valid while replGen has not moved since it was opened.
 	replGen atomic.Uint64
+	// rows caches committed values of replicated keys (rowcache.go); nil
+	// when Options.RowCacheSize is negative. Every move of replGen goes
+	// through it (rowsApplied, rowsChanged).
+	rows *rowCache
 	// deltaSeeks counts the committed values the digest updates had to seek
 	// (those the batch's own reads did not give, oldvalues.go); for tests.
 	deltaSeeks atomic.Uint64
@@ -223,6 +231,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 		snaps:   make(map[*Snapshot]struct{}),
 
 		pointIters: make(map[*Batch]*pebble.Iterator),
+	}
+	switch rows := opts.RowCacheSize; {
+	case rows == 0:
+		e.rows = newRowCache(DefaultRowCacheSize)
+	case rows > 0:
+		e.rows = newRowCache(rows)
 	}
 	if err := e.loadOrInit(); err != nil {
 		_ = db.Close()
@@ -392,6 +406,11 @@ func (e *Engine) Close() error {
 	}
 	if err := e.db.Close(); err != nil && firstErr == nil {
 		firstErr = err
+	}
+	if e.rows != nil {
+		// fastcache's chunks live outside the Go heap: only Reset gives
+		// them back (to its pool, for the next engine of the process).
+		e.rows.close()
 	}
 	if firstErr != nil {
 		return fmt.Errorf("storage: close: %w", firstErr)
@@ -614,4 +633,26 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg, "component", "pebble", "fatal", true)
 	panic("storage: pebble fatal: " + msg)
+}
+
+// rowsApplied moves replGen after b, a batch of replicated writes, was
+// applied, and brings the row cache up to date with b's writes (under the
+// cache's lock, so that no read of the old state can be cached after it).
+func (e *Engine) rowsApplied(b *pebble.Batch) {
+	if e.rows == nil {
+		e.replGen.Add(1)
+		return
+	}
+	e.rows.apply(&e.replGen, b)
+}
+
+// rowsChanged moves replGen after the committed replicated state changed, or
+// may have, in a way the row cache cannot follow key by key (a failed apply,
+// a checkpoint ingestion), and empties the cache.
+func (e *Engine) rowsChanged() {
+	if e.rows == nil {
+		e.replGen.Add(1)
+		return
+	}
+	e.rows.clear(&e.replGen)
 }

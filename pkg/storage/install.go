@@ -153,8 +153,8 @@ func (e *Engine) ingest(ctx context.Context, paths []string, digest Digest) erro
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	// The replicated span changes (or may have): invalidate every batch's
-	// cached point-read iterator (Batch.pointIter).
-	defer e.replGen.Add(1)
+	// cached point-read iterator (Batch.pointIter) and the row cache.
+	defer e.rowsChanged()
 	if err := e.db.Ingest(ctx, paths); err != nil {
 		// An ingestion either happens whole or not at all; re-read the
 		// persisted digest so memory follows whichever it was.

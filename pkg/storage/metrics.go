@@ -29,6 +29,10 @@ type Metrics struct {
 	// "installed", "rejected" (the stream was invalid or its digest did not
 	// match) or "failed" (a local error or cancellation).
 	CheckpointInstalls *prometheus.CounterVec
+	// RowCacheHits and RowCacheMisses count the point reads of replicated
+	// keys that the row cache answered, and those it sent to pebble
+	// (rowcache.go).
+	RowCacheHits, RowCacheMisses prometheus.Counter
 
 	// lsm is the open engine whose compaction state the gauges
 	// augustus_storage_compaction_debt_bytes and
@@ -104,6 +108,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "augustus_storage_checkpoint_installs_total",
 			Help: "Checkpoint installations by result (installed, rejected, failed).",
 		}, []string{"result"}),
+		RowCacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "augustus_storage_row_cache_hits_total",
+			Help: "Point reads of replicated keys answered by the row cache.",
+		}),
+		RowCacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "augustus_storage_row_cache_misses_total",
+			Help: "Point reads of replicated keys the row cache did not hold, read from pebble.",
+		}),
 	}
 	// The LSM's backlog: how much is left to compact before the store is
 	// in its steady shape, and how many compactions and flushes run. After
@@ -136,9 +148,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Point reads of an sstable that its Bloom filter showed to miss, so no data block was read.", nil, nil),
 		filterMisses: prometheus.NewDesc("augustus_storage_bloom_filter_misses_total",
 			"Point reads of an sstable that its Bloom filter could not rule out, so a data block was read.", nil, nil),
+		rowCache: prometheus.NewDesc("augustus_storage_row_cache_bytes",
+			"Memory the row cache's entries account for (keys, values and per-entry overhead).", nil, nil),
 	}
 	if reg != nil {
-		reg.MustRegister(m.WrittenBytes, m.CommitDuration, m.WALSyncDuration, m.Fsyncs, m.CheckpointInstalls, lsm)
+		reg.MustRegister(m.WrittenBytes, m.CommitDuration, m.WALSyncDuration, m.Fsyncs, m.CheckpointInstalls,
+			m.RowCacheHits, m.RowCacheMisses, lsm)
 	}
 	return m
 }
@@ -152,16 +167,17 @@ type lsmCollector struct {
 	flushes, compactions              *prometheus.Desc
 	flushedBytes, compactedBytes, wal *prometheus.Desc
 	filterHits, filterMisses          *prometheus.Desc
+	rowCache                          *prometheus.Desc
 }
 
 func (c *lsmCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.debt, c.running, c.l0, c.flushes, c.compactions, c.flushedBytes, c.compactedBytes, c.wal, c.filterHits, c.filterMisses} {
+	for _, d := range []*prometheus.Desc{c.debt, c.running, c.l0, c.flushes, c.compactions, c.flushedBytes, c.compactedBytes, c.wal, c.filterHits, c.filterMisses, c.rowCache} {
 		ch <- d
 	}
 }
 
 func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
-	var debt, running, l0 float64
+	var debt, running, l0, rows float64
 	var total lsmCounters
 	// Lock order closeMu (read) then closedMu, as in Close then detach:
 	// while the engine is held open here, detach cannot have moved its
@@ -172,6 +188,9 @@ func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
 		l0 = float64(pm.Levels[0].Sublevels)
 		total = countersOf(pm)
 		total.add(c.m.closedCounters())
+		if e.rows != nil {
+			rows = float64(e.rows.bytes())
+		}
 		e.release()
 	} else {
 		total = c.m.closedCounters()
@@ -183,6 +202,7 @@ func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.debt, debt)
 	gauge(c.running, running)
 	gauge(c.l0, l0)
+	gauge(c.rowCache, rows)
 	counter(c.flushes, total.flushes)
 	counter(c.compactions, total.compactions)
 	counter(c.flushedBytes, total.flushedBytes)
@@ -244,6 +264,18 @@ func (m *Metrics) fsync() {
 		return
 	}
 	m.Fsyncs.Inc()
+}
+
+func (m *Metrics) rowCacheHit() {
+	if m != nil {
+		m.RowCacheHits.Inc()
+	}
+}
+
+func (m *Metrics) rowCacheMiss() {
+	if m != nil {
+		m.RowCacheMisses.Inc()
+	}
 }
 
 func (m *Metrics) install(result string) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/augustus-db/augustus/pkg/storage"
 )
 
 // byteSize is a flag value of bytes written with an optional unit, as
@@ -13,6 +15,10 @@ import (
 type byteSize struct {
 	v        uint64
 	min, max uint64 // the accepted range, checked by Set
+	// zero accepts 0 beside the range ("off").
+	zero bool
+	// given is set once Set accepted a value.
+	given bool
 }
 
 func (b *byteSize) String() string { return humanize.IBytes(b.v) }
@@ -24,18 +30,22 @@ func (b *byteSize) Set(s string) error {
 	if err != nil {
 		return fmt.Errorf("want a size such as 64MiB or 67108864: %w", err)
 	}
-	if v < b.min || v > b.max {
+	if (v < b.min || v > b.max) && !(v == 0 && b.zero) {
+		if b.zero {
+			return fmt.Errorf("%s is out of range: want 0 (off) or %s to %s", humanize.IBytes(v), humanize.IBytes(b.min), humanize.IBytes(b.max))
+		}
 		return fmt.Errorf("%s is out of range: want %s to %s", humanize.IBytes(v), humanize.IBytes(b.min), humanize.IBytes(b.max))
 	}
-	b.v = v
+	b.v, b.given = v, true
 	return nil
 }
 
 // The bounds of the store's sizes (augustus replica and start): pebble
 // takes a memtable below 4 GiB, and a store of less than 1 MiB of either is
-// a mistake, not a tuning.
+// a mistake, not a tuning. The row cache (fastcache) takes at least 32 MiB.
 const (
 	minStoreSize    = 1 << 20
+	minRowCacheSize = storage.MinRowCacheSize
 	maxMemTableSize = 1 << 30
 	maxCacheSize    = 1 << 40
 )

@@ -50,27 +50,48 @@ type replicaOptions struct {
 	app      string
 	logLevel string
 	pprof    string
-	// The store's sizes (--cache-size, --memtable-size).
-	cacheSize, memTableSize byteSize
+	// The store's sizes (--cache-size, --memtable-size, --row-cache-size).
+	sizes storeSizes
+}
+
+// storeSizes are the flags of the store's memory (augustus replica, and
+// start, which passes them on to every replica).
+type storeSizes struct {
+	cache, memTable byteSize
+	// rowCache may be 0: no row cache.
+	rowCache byteSize
 }
 
 // newStoreSizes returns the flags' values of the store's sizes, at their
 // defaults.
-func newStoreSizes() (cache, memTable byteSize) {
-	return byteSize{v: storage.DefaultCacheSize, min: minStoreSize, max: maxCacheSize},
-		byteSize{v: storage.DefaultMemTableSize, min: minStoreSize, max: maxMemTableSize}
+func newStoreSizes() storeSizes {
+	return storeSizes{
+		cache:    byteSize{v: storage.DefaultCacheSize, min: minStoreSize, max: maxCacheSize},
+		memTable: byteSize{v: storage.DefaultMemTableSize, min: minStoreSize, max: maxMemTableSize},
+		rowCache: byteSize{v: storage.DefaultRowCacheSize, min: minRowCacheSize, max: maxCacheSize, zero: true},
+	}
 }
 
-// storeSizeFlags registers --cache-size and --memtable-size (augustus
-// replica, and start, which passes them on to every replica).
-func storeSizeFlags(fl *pflag.FlagSet, cache, memTable *byteSize) {
-	fl.Var(cache, "cache-size", "the store's block cache: sstable blocks kept in memory (e.g. 256MiB)")
-	fl.Var(memTable, "memtable-size", "the store's memtable: writes gathered in memory before a flush to an sstable (e.g. 32MiB)")
+// flags registers --cache-size, --memtable-size and --row-cache-size.
+func (s *storeSizes) flags(fl *pflag.FlagSet) {
+	fl.Var(&s.cache, "cache-size", "the store's block cache: sstable blocks kept in memory (e.g. 256MiB)")
+	fl.Var(&s.memTable, "memtable-size", "the store's memtable: writes gathered in memory before a flush to an sstable (e.g. 32MiB)")
+	fl.Var(&s.rowCache, "row-cache-size", "the store's row cache: committed values of the replicated keys read and written lately, outside the Go heap (at least 32MiB; 0 turns it off)")
+}
+
+// options sets the store's options from the sizes.
+func (s *storeSizes) options(o *storage.Options) {
+	o.CacheSize = int64(s.cache.v)
+	o.MemTableSize = s.memTable.v
+	o.RowCacheSize = int64(s.rowCache.v)
+	if s.rowCache.v == 0 {
+		o.RowCacheSize = -1
+	}
 }
 
 func newReplicaCommand() *cobra.Command {
 	o := replicaOptions{}
-	o.cacheSize, o.memTableSize = newStoreSizes()
+	o.sizes = newStoreSizes()
 	cmd := &cobra.Command{
 		Use:   "replica --dir DIR --id NAME",
 		Short: "Run one replica of a cluster",
@@ -102,7 +123,7 @@ what "augustus bench --workload log" and the process tests use); "noop" executes
 	fl.StringVar(&o.app, "app", appTxn, `application: "txn" (the transaction engine), "log" or "noop"`)
 	fl.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (host:port; off by default)")
-	storeSizeFlags(fl, &o.cacheSize, &o.memTableSize)
+	o.sizes.flags(fl)
 	_ = cmd.MarkFlagRequired("dir")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
@@ -167,8 +188,7 @@ func loadReplicaSetup(o replicaOptions) (*cluster.Cluster, *cluster.Replica, rep
 		data = filepath.Join(o.dir, "data", o.id)
 	}
 	cfg = replica.Config{Cluster: c, Name: o.id, Key: key, DataDir: data}
-	cfg.StorageOptions.CacheSize = int64(o.cacheSize.v)
-	cfg.StorageOptions.MemTableSize = o.memTableSize.v
+	o.sizes.options(&cfg.StorageOptions)
 	return c, rep, cfg, nil
 }
 

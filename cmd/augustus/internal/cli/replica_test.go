@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
@@ -94,6 +93,10 @@ func TestReplicaStartupErrorsAreClear(t *testing.T) {
 			args: []string{"--cache-size", "4096"},
 			want: []string{`"--cache-size" flag: 4.0 KiB is out of range`},
 		},
+		"row cache below fastcache's least": {
+			args: []string{"--row-cache-size", "16MiB"},
+			want: []string{`"--row-cache-size" flag: 16 MiB is out of range: want 0 (off) or 32 MiB to 1.0 TiB`},
+		},
 		"bad log level": {
 			args: []string{"--log-level", "loud"},
 			want: []string{`--log-level "loud"`},
@@ -126,52 +129,65 @@ func TestReplicaStartupErrorsAreClear(t *testing.T) {
 	}
 }
 
-// --cache-size and --memtable-size set the store's sizes (their defaults
-// storage's), and start passes them on to every replica it runs.
+// --cache-size, --memtable-size and --row-cache-size set the store's sizes
+// (their defaults storage's; a row cache of 0 is none), and start passes
+// them on to every replica it runs.
 func TestStoreSizeFlagsReachTheReplicasStore(t *testing.T) {
 	dir, _ := newTestCluster(t)
 	for name, tc := range map[string]struct {
-		args            []string
-		cache, memTable int64
+		args                      []string
+		cache, memTable, rowCache int64
 	}{
-		"defaults": {cache: storage.DefaultCacheSize, memTable: storage.DefaultMemTableSize},
-		"IEC":      {args: []string{"--cache-size", "256MiB", "--memtable-size", "32 MiB"}, cache: 256 << 20, memTable: 32 << 20},
-		"SI and bytes": {args: []string{"--cache-size", "100MB", "--memtable-size", "8388608"},
-			cache: 100_000_000, memTable: 8 << 20},
+		"defaults": {cache: storage.DefaultCacheSize, memTable: storage.DefaultMemTableSize, rowCache: storage.DefaultRowCacheSize},
+		"IEC": {args: []string{"--cache-size", "256MiB", "--memtable-size", "32 MiB", "--row-cache-size", "128MiB"},
+			cache: 256 << 20, memTable: 32 << 20, rowCache: 128 << 20},
+		"SI and bytes": {args: []string{"--cache-size", "100MB", "--memtable-size", "8388608", "--row-cache-size", "50MB"},
+			cache: 100_000_000, memTable: 8 << 20, rowCache: 50_000_000},
+		"no row cache": {args: []string{"--row-cache-size", "0"},
+			cache: storage.DefaultCacheSize, memTable: storage.DefaultMemTableSize, rowCache: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			o := replicaOptions{dir: dir, id: "g0r1", app: appTxn}
-			o.cacheSize, o.memTableSize = newStoreSizes()
-			fl := pflag.NewFlagSet("replica", pflag.ContinueOnError)
-			storeSizeFlags(fl, &o.cacheSize, &o.memTableSize)
-			require.NoError(t, fl.Parse(tc.args))
-			_, _, cfg, err := loadReplicaSetup(o)
-			require.NoError(t, err)
-			require.EqualValues(t, tc.cache, cfg.StorageOptions.CacheSize)
-			require.EqualValues(t, tc.memTable, cfg.StorageOptions.MemTableSize)
+			check := func(t *testing.T, sizes storeSizes) {
+				t.Helper()
+				o := replicaOptions{dir: dir, id: "g0r1", app: appTxn, sizes: sizes}
+				_, _, cfg, err := loadReplicaSetup(o)
+				require.NoError(t, err)
+				require.EqualValues(t, tc.cache, cfg.StorageOptions.CacheSize)
+				require.EqualValues(t, tc.memTable, cfg.StorageOptions.MemTableSize)
+				require.EqualValues(t, tc.rowCache, cfg.StorageOptions.RowCacheSize)
+			}
+			rc := newReplicaCommand()
+			require.NoError(t, rc.ParseFlags(tc.args))
+			check(t, replicaSizes(t, rc))
 
 			// start's command line for a replica carries the same sizes:
 			// parsed by start's flags, passed on by replicaArgs, parsed
 			// again by replica's.
 			sc := newStartCommand()
 			require.NoError(t, sc.ParseFlags(tc.args))
-			so := startOptions{dir: dir, app: appTxn, logLevel: "info",
-				cacheSize: *sizeFlag(t, sc, "cache-size"), memTableSize: *sizeFlag(t, sc, "memtable-size")}
+			so := startOptions{dir: dir, app: appTxn, logLevel: "info", sizes: replicaSizes(t, sc)}
 			args := replicaArgs(so, "g0r1", 1)
 			require.Equal(t, "replica", args[0])
-			rc := newReplicaCommand()
+			rc = newReplicaCommand()
 			require.NoError(t, rc.ParseFlags(args[1:]))
-			ro := replicaOptions{cacheSize: *sizeFlag(t, rc, "cache-size"), memTableSize: *sizeFlag(t, rc, "memtable-size")}
-			require.EqualValues(t, tc.cache, ro.cacheSize.v)
-			require.EqualValues(t, tc.memTable, ro.memTableSize.v)
+			check(t, replicaSizes(t, rc))
 		})
 	}
 
 	// startOptions without sizes (tests, the demo) start replicas at
-	// their defaults instead of passing a size of zero, which they refuse.
+	// their defaults instead of passing a size of zero, which they refuse
+	// (or, for the row cache, take as "off").
 	args := replicaArgs(startOptions{dir: dir, app: appTxn, logLevel: "info"}, "g0r1", 1)
 	require.NotContains(t, args, "--cache-size")
 	require.NotContains(t, args, "--memtable-size")
+	require.NotContains(t, args, "--row-cache-size")
+}
+
+// replicaSizes returns the store sizes cmd's flags parsed.
+func replicaSizes(t *testing.T, cmd *cobra.Command) storeSizes {
+	t.Helper()
+	return storeSizes{cache: *sizeFlag(t, cmd, "cache-size"), memTable: *sizeFlag(t, cmd, "memtable-size"),
+		rowCache: *sizeFlag(t, cmd, "row-cache-size")}
 }
 
 // sizeFlag returns the value of cmd's size flag name.

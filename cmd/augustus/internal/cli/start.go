@@ -26,9 +26,9 @@ type startOptions struct {
 	// pprofBase is the pprof port of the first replica (--pprof).
 	pprofBase int
 	restart   string
-	// The replicas' store sizes (--cache-size, --memtable-size), passed on
-	// to every replica unless zero (replicaArgs).
-	cacheSize, memTableSize byteSize
+	// The replicas' store sizes (--cache-size, --memtable-size,
+	// --row-cache-size), passed on to every replica (replicaArgs).
+	sizes storeSizes
 	// tests shorten the restart pacing (zero: the supervisor's defaults).
 	restartBackoff   backoff.Config
 	maxStartFailures int
@@ -37,7 +37,7 @@ type startOptions struct {
 
 func newStartCommand() *cobra.Command {
 	o := startOptions{}
-	o.cacheSize, o.memTableSize = newStoreSizes()
+	o.sizes = newStoreSizes()
 	cmd := &cobra.Command{
 		Use:   "start --dir DIR",
 		Short: "Run every replica of a local cluster as child processes and keep them running",
@@ -72,7 +72,7 @@ executes nothing (bench --workload noop).`,
   augustus start --dir ./cluster                 # the transaction engine (augustus txn)
   augustus start --dir ./cluster --app noop --log-level warn
   augustus start --dir ./cluster --restart never --grace 30s
-  augustus start --dir ./cluster --cache-size 256MiB --memtable-size 32MiB`,
+  augustus start --dir ./cluster --cache-size 256MiB --memtable-size 32MiB --row-cache-size 128MiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runStart(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
@@ -85,7 +85,7 @@ executes nothing (bench --workload noop).`,
 	fl.DurationVar(&o.grace, "grace", 10*time.Second, "how long replicas get to stop after SIGTERM before SIGKILL (> 0)")
 	fl.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof on each replica, at 127.0.0.1:PORT+k for the k-th replica of the table (PORT: --pprof-base-port)")
 	fl.IntVar(&o.pprofBase, "pprof-base-port", defaultPprofBasePort, "with --pprof: the port of the first replica's pprof endpoint")
-	storeSizeFlags(fl, &o.cacheSize, &o.memTableSize)
+	o.sizes.flags(fl)
 	fl.StringVar(&o.restart, "restart", restartOnFailure, `when to restart a replica that exited: "on-failure" (crashed or failed), "always" or "never"`)
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
@@ -396,16 +396,21 @@ func waitReplicasUp(ctx context.Context, c *cluster.Cluster, sup *supervisor) er
 }
 
 // replicaArgs is the command line of the k-th replica, name, under start:
-// start's options that every replica takes, passed on. A zero store size
-// (startOptions built without newStoreSizes, as tests and the demo do) is
-// left out, so the replica takes its default.
+// start's options that every replica takes, passed on. A zero block cache
+// or memtable size (startOptions built without newStoreSizes, as tests and
+// the demo do) is left out, so the replica takes its default; the row cache
+// size, whose 0 means "off", is passed on when it was given.
 func replicaArgs(o startOptions, name string, k int) []string {
 	args := []string{"replica", "--dir", o.dir, "--id", name, "--app", o.app, "--log-level", o.logLevel}
-	if o.cacheSize.v != 0 {
-		args = append(args, "--cache-size", fmt.Sprint(o.cacheSize.v))
+	if o.sizes.cache.v != 0 {
+		args = append(args, "--cache-size", fmt.Sprint(o.sizes.cache.v))
 	}
-	if o.memTableSize.v != 0 {
-		args = append(args, "--memtable-size", fmt.Sprint(o.memTableSize.v))
+	if o.sizes.memTable.v != 0 {
+		args = append(args, "--memtable-size", fmt.Sprint(o.sizes.memTable.v))
+	}
+	// The row cache's 0 means "off", so it is passed on only when given.
+	if o.sizes.rowCache.given {
+		args = append(args, "--row-cache-size", fmt.Sprint(o.sizes.rowCache.v))
 	}
 	if o.pprof {
 		args = append(args, "--pprof", pprofAddr(o.pprofBase, k))
