@@ -31,8 +31,8 @@ type Options struct {
 	// DefaultMemTableSize.
 	MemTableSize uint64
 	// RowCacheSize bounds the row cache (rowcache.go: committed values of
-	// replicated keys that indexed batches read) in bytes; 0 means
-	// DefaultRowCacheSize and a negative size turns it off.
+	// replicated keys that indexed batches read or commits wrote) in bytes;
+	// 0 means DefaultRowCacheSize and a negative size turns it off.
 	RowCacheSize int64
 	// VerifyDigestOnOpen makes Open recompute the digest by a full scan and
 	// fail with ErrCorrupt if it differs from the persisted one.

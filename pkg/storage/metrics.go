@@ -149,7 +149,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		filterMisses: prometheus.NewDesc("augustus_storage_bloom_filter_misses_total",
 			"Point reads of an sstable that its Bloom filter could not rule out, so a data block was read.", nil, nil),
 		rowCache: prometheus.NewDesc("augustus_storage_row_cache_bytes",
-			"Memory the row cache's entries account for (keys, values and per-entry overhead).", nil, nil),
+			"Memory the row cache's chunks take, outside the Go heap (fastcache's size).", nil, nil),
 	}
 	if reg != nil {
 		reg.MustRegister(m.WrittenBytes, m.CommitDuration, m.WALSyncDuration, m.Fsyncs, m.CheckpointInstalls,

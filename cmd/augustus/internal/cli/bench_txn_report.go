@@ -377,13 +377,11 @@ func (res *txnRunResult) fillCPU(before, after clusterSnapshot) {
 		res.CPUMsPerTxn = res.ClusterCPUSeconds * 1000 / float64(res.Committed)
 		res.ClientCPUMsPerTxn = res.ClientCPUSeconds * 1000 / float64(res.Committed)
 	}
-	const attempts = "augustus_txn_client_attempts_total"
-	res.Attempts = after.counters[attempts][""] - before.counters[attempts][""]
+	res.Attempts = counterDelta(before, after, "augustus_txn_client_attempts_total")[""]
 	res.RetriedReasons = counterDelta(before, after, "augustus_txn_client_retries_total")
 	res.Recoveries = counterDelta(before, after, "augustus_txn_client_recoveries_total")
 	res.ClientAnomalies = counterDelta(before, after, "augustus_txn_client_anomalies_total")
-	const windowWaits = "augustus_txn_client_window_waits_total"
-	res.WindowWaits = after.counters[windowWaits][""] - before.counters[windowWaits][""]
+	res.WindowWaits = counterDelta(before, after, "augustus_txn_client_window_waits_total")[""]
 	if res.Attempts > 0 {
 		var retried float64
 		for _, v := range res.RetriedReasons {

@@ -31,10 +31,11 @@ func (b *byteSize) Set(s string) error {
 		return fmt.Errorf("want a size such as 64MiB or 67108864: %w", err)
 	}
 	if (v < b.min || v > b.max) && !(v == 0 && b.zero) {
+		want := humanize.IBytes(b.min) + " to " + humanize.IBytes(b.max)
 		if b.zero {
-			return fmt.Errorf("%s is out of range: want 0 (off) or %s to %s", humanize.IBytes(v), humanize.IBytes(b.min), humanize.IBytes(b.max))
+			want = "0 (off) or " + want
 		}
-		return fmt.Errorf("%s is out of range: want %s to %s", humanize.IBytes(v), humanize.IBytes(b.min), humanize.IBytes(b.max))
+		return fmt.Errorf("%s is out of range: want %s", humanize.IBytes(v), want)
 	}
 	b.v, b.given = v, true
 	return nil
