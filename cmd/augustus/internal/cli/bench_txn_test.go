@@ -114,12 +114,17 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		// 8 callers that could commit hundreds of transactions per second
 		// start at most 40 per second in all.
 		rep, out, stderr, code := runTxnBenchJSON(t, "--dir", dir, "--workload", "A", "--items", "2000",
-			"--multi-group", "50", "--clients", "8", "--duration", "2s", "--warmup", "200ms", "--rate", "40")
+			"--multi-group", "50", "--clients", "8", "--duration", "3s", "--warmup", "200ms", "--rate", "40")
 		require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
 		r := rep.Runs[0]
 		require.Equal(t, 40.0, r.RateLimit)
 		require.LessOrEqual(t, r.TxnPerSecond, 44.0, "paced to 40 txn/s")
-		require.GreaterOrEqual(t, r.TxnPerSecond, 38.0, "8 callers keep up with 40 txn/s")
+		// The callers finish about 120 transactions in the 3 s: met needs
+		// 114 of them, committed or aborted (CI once committed 76 of 80 in
+		// a 2 s interval with a few aborted, which a committed-only rule
+		// called not met).
+		finished := float64(r.Committed+r.Aborted) / r.MeasuredSeconds
+		require.GreaterOrEqual(t, finished, 38.0, "8 callers keep up with 40 txn/s")
 		require.True(t, r.RateMet)
 		require.Contains(t, out, "paced to at most 40 txn/s in all by --rate: met")
 		// One caller cannot offer 100000 transactions per second: the
