@@ -339,3 +339,27 @@ func TestReportCountsTheClientsNonceWindowWaits(t *testing.T) {
 	require.NoError(t, printTxnRun(&out, res))
 	require.Regexp(t, `nonce window waits\s+│ 3\s`, out.String())
 }
+
+func TestRateIsMetWhenTheCallersFinishTheOfferedLoadCommittedOrAborted(t *testing.T) {
+	// 40 txn/s offered over 2 s: met needs 76 finished transactions.
+	judged := func(committed, aborted int64) *txnRunResult {
+		res := &txnRunResult{RateLimit: 40, MeasuredSeconds: 2, Committed: committed, Aborted: aborted,
+			LastCompletionSeconds: 1.9, StallWindowSeconds: 1}
+		res.judge(benchOptions{})
+		return res
+	}
+	// The CI run of stop 24: 76 committed, a few aborted on conflicts. The
+	// cluster answered every offered transaction.
+	require.True(t, judged(74, 4).RateMet, "aborts are answers: the cluster kept up")
+	require.True(t, judged(76, 0).RateMet)
+	require.False(t, judged(70, 4).RateMet, "74 of 80 finished: the cluster fell behind")
+	require.False(t, judged(0, 0).RateMet)
+	res := judged(74, 4)
+	require.True(t, res.OK, res.Problems)
+	require.Contains(t, fmtTxnRate(res), "--rate: met")
+	// Unpaced runs are not judged against a rate.
+	res = &txnRunResult{MeasuredSeconds: 2, Committed: 100, LastCompletionSeconds: 1.9, StallWindowSeconds: 1}
+	res.judge(benchOptions{})
+	require.False(t, res.RateMet)
+	require.Equal(t, "50", fmtTxnRate(&txnRunResult{TxnPerSecond: 50}))
+}
