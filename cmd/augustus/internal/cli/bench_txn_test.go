@@ -120,9 +120,9 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		require.Equal(t, 40.0, r.RateLimit)
 		require.LessOrEqual(t, r.TxnPerSecond, 44.0, "paced to 40 txn/s")
 		// The callers finish about 120 transactions in the 3 s: met needs
-		// 114 of them, committed or aborted (CI once committed 76 of 80 in
-		// a 2 s interval with a few aborted, which a committed-only rule
-		// called not met).
+		// 114 of them, committed or aborted. (CI once committed 76 in a 2 s
+		// interval, 37.99 txn/s: conflict aborts and the transactions in
+		// flight at the interval's ends each take one or two of 80.)
 		finished := float64(r.Committed+r.Aborted) / r.MeasuredSeconds
 		require.GreaterOrEqual(t, finished, 38.0, "8 callers keep up with 40 txn/s")
 		require.True(t, r.RateMet)
