@@ -225,9 +225,6 @@ func (t *Table) Validate() error {
 			return fmt.Errorf("%w: table %s: column %s has no type", ErrCorrupt, t.Name, c.Name)
 		}
 	}
-	if len(t.PK) == 0 {
-		return fmt.Errorf("%w: table %s has no primary key", ErrCorrupt, t.Name)
-	}
 	for _, id := range t.PK {
 		c := t.Column(id)
 		if c == nil {
@@ -269,6 +266,9 @@ func (t *Table) Validate() error {
 			return fmt.Errorf("%w: table %s: hash placement without groups", ErrCorrupt, t.Name)
 		}
 	case PlaceRange:
+		if len(t.PK) == 0 {
+			return fmt.Errorf("catalog: table %s: PARTITION BY RANGE needs a primary key", t.Name)
+		}
 		if len(t.Placement.Groups) != len(t.Placement.Bounds)+1 {
 			return fmt.Errorf("%w: table %s: %d range parts for %d bounds", ErrCorrupt, t.Name, len(t.Placement.Groups), len(t.Placement.Bounds))
 		}

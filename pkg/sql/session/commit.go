@@ -10,6 +10,7 @@ import (
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/txn"
 	"github.com/augustus-db/augustus/pkg/txn/coord"
+	"github.com/augustus-db/augustus/pkg/txn/oracle"
 )
 
 // commit ends the transaction (DESIGN.md §6): nothing to send if it wrote
@@ -126,7 +127,7 @@ func (t *Txn) guardOps() ([]txn.Op, error) {
 			if n < len(entries) {
 				end = entries[n].Key
 			}
-			ops = append(ops, t.rangeGuard(start, end, entries[:n]))
+			ops = append(ops, RangeGuard(t.pmap, start, end, entries[:n]))
 			if n == len(entries) {
 				break
 			}
@@ -136,17 +137,17 @@ func (t *Txn) guardOps() ([]txn.Op, error) {
 	return ops, nil
 }
 
-// rangeGuard builds the cmp-range of [start, end) holding entries: one
+// RangeGuard builds the cmp-range of [start, end) holding entries: one
 // digest per group the partition map (at the pinned version) gives the
-// span, over that group's entries in key order.
-func (t *Txn) rangeGuard(start, end []byte, entries []txn.KV) txn.Op {
-	groups := t.pmap.AppendRangeGroups(nil, start, end)
+// span, over that group's entries in key order (txn.md T1).
+func RangeGuard(pmap *oracle.Map, start, end []byte, entries []txn.KV) txn.Op {
+	groups := pmap.AppendRangeGroups(nil, start, end)
 	hashers := make(map[bft.GroupID]*txn.RangeHasher, len(groups))
 	for _, g := range groups {
 		hashers[g] = txn.NewRangeHasher()
 	}
 	for _, e := range entries {
-		if h := hashers[t.pmap.KeyGroup(e.Key)]; h != nil {
+		if h := hashers[pmap.KeyGroup(e.Key)]; h != nil {
 			h.Add(e.Key, e.Value)
 		}
 	}

@@ -111,3 +111,8 @@ func AsSQLError(err error) *mysql.SQLError {
 func internal(format string, args ...any) error {
 	return fmt.Errorf("session: "+format, args...)
 }
+
+// SchemaChangedError returns the error of a statement planned against a
+// catalog the metadata has moved past (for short transactions the backend
+// sends outside the SQL transaction: AUTO_INCREMENT blocks, schema changes).
+func SchemaChangedError() error { return newSchemaChanged() }

@@ -60,6 +60,10 @@ type Flags struct {
 	// blind: the duplicate shows at commit as 1062 (one transaction per
 	// INSERT, DESIGN.md §6).
 	SyncDuplicates bool
+	// Placement: the placement spec of a CREATE TABLE's PARTITION BY
+	// clause, which GMS drops before the backend sees the table (the
+	// backend's placement spec syntax).
+	Placement string
 	// Truncate: the statement is TRUNCATE TABLE. GMS also turns DELETE
 	// without WHERE into a truncate; that one must stay an ordinary
 	// transactional delete.
@@ -73,6 +77,9 @@ type Session struct {
 	*sql.BaseSession
 	env   *Env
 	flags Flags
+	// ddl is the schema change the running statement staged (committed
+	// with the statement, dropped with it).
+	ddl DDL
 	// stale is set when a transaction of this session met a stale-metadata
 	// abort: the metadata version it saw (the runner reloads past it).
 	stale atomic.Uint64
@@ -102,6 +109,21 @@ func (s *Session) SetFlags(f Flags) { s.flags = f }
 
 // Flags returns the flags of the statement running.
 func (s *Session) Flags() Flags { return s.flags }
+
+// DDL is a schema change a DDL statement stages (the backend's): GMS
+// commits a DDL statement implicitly when it ends, and CommitTransaction
+// then commits the staged change, so every schema change of one statement
+// goes in ONE metadata transaction, and a statement that fails leaves
+// nothing applied.
+type DDL interface {
+	Commit(ctx *sql.Context) error
+}
+
+// DDL returns the staged schema change, if any.
+func (s *Session) DDL() DDL { return s.ddl }
+
+// SetDDL stages a schema change (nil drops it).
+func (s *Session) SetDDL(d DDL) { s.ddl = d }
 
 // TakeStale returns and clears the metadata version a stale abort showed
 // (0: none).
@@ -133,7 +155,15 @@ func (s *Session) CommitTransaction(ctx *sql.Context, tx sql.Transaction) error 
 	if !ok || t.s != s {
 		return internal("commit of a transaction of another session")
 	}
-	return t.commit(ctx)
+	if err := t.commit(ctx); err != nil {
+		s.ddl = nil
+		return err
+	}
+	if d := s.ddl; d != nil {
+		s.ddl = nil
+		return d.Commit(ctx)
+	}
+	return nil
 }
 
 // Rollback implements sql.TransactionSession: the buffered writes are
@@ -142,6 +172,7 @@ func (s *Session) Rollback(ctx *sql.Context, tx sql.Transaction) error {
 	if t, ok := tx.(*Txn); ok {
 		t.rollback()
 	}
+	s.ddl = nil
 	return nil
 }
 
