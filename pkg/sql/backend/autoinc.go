@@ -235,4 +235,3 @@ func (t *Table) allocate(ctx context.Context, a *allocator, floor uint64) error 
 	}
 	return session.Serialization(fmt.Sprintf("AUTO_INCREMENT counter of %s contended", t.desc.Name))
 }
-

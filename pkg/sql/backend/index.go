@@ -22,7 +22,7 @@ var (
 	_ sql.ExtendedIndex = (*index)(nil)
 )
 
-func (t *Table) primaryIndex() *index              { return &index{t: t} }
+func (t *Table) primaryIndex() *index                { return &index{t: t} }
 func (t *Table) secondaryIndex(ix *indexInfo) *index { return &index{t: t, ix: ix} }
 
 // ID implements sql.Index.
