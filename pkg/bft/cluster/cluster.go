@@ -65,6 +65,8 @@ type Cluster struct {
 	// replicas at a time, not of the whole group. What is sent is the same
 	// in both modes, only when it is synced differs.
 	Sync string `json:"sync,omitempty"`
+	// SQLUsers are the accounts of the MySQL gateway (sqlusers.go).
+	SQLUsers []SQLUser `json:"sql_users,omitempty"`
 }
 
 // Durability modes (Cluster.Sync).

@@ -10,6 +10,10 @@
 //	                          the initial partition map; mode 0644
 //	<dir>/keys/<name>.key     one Ed25519 private key per replica and per
 //	                          client, PKCS#8 PEM, mode 0600 (directory 0700)
+//	<dir>/keys/sql-root.password
+//	                          the generated password of the SQL account root
+//	                          (GenerateOptions.SQLRoot), mode 0600; its hash
+//	                          is in cluster.json's sql_users
 //
 // Validate reports every problem it finds, each wrapping ErrInvalid and a
 // specific sentinel (ErrGroupSize, ErrDuplicate, ErrBadAddress, ...). Names,

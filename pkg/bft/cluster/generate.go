@@ -52,6 +52,10 @@ type GenerateOptions struct {
 	// Admins is the number of admin key pairs to create (admin0, ...):
 	// the keys that may change metadata (txn.md M5).
 	Admins int
+	// SQLRoot says which SQL account root the cluster gets (sqlusers.go):
+	// none, one with a generated password written to
+	// keys/sql-root.password, or one without a password.
+	SQLRoot SQLRootMode
 }
 
 // DefaultGenerateOptions returns the local demo cluster of DESIGN.md §1:
@@ -80,11 +84,11 @@ func KeyPath(dir, name string) string { return filepath.Join(dir, KeysDir, name+
 func Generate(opts GenerateOptions) (*Cluster, error) {
 	// build's errors wrap this package's sentinels (whose messages start
 	// with "cluster:") or say "cluster: generate:" themselves.
-	c, keys, err := build(opts)
+	c, keys, password, err := build(opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := write(opts.Dir, c, keys); err != nil {
+	if err := write(opts.Dir, c, keys, password); err != nil {
 		return nil, fmt.Errorf("cluster: generate in %s: %w", opts.Dir, err)
 	}
 	return c, nil
@@ -95,8 +99,28 @@ type namedKey struct {
 	priv ed25519.PrivateKey
 }
 
-// build makes the cluster and its keys in memory.
-func build(opts GenerateOptions) (*Cluster, []namedKey, error) {
+// build makes the cluster and its keys in memory; password is the SQL
+// root's generated password, if any.
+func build(opts GenerateOptions) (c *Cluster, keys []namedKey, password string, err error) {
+	c, keys, err = buildKeys(opts)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	root, password, err := sqlRoot(opts.SQLRoot)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if root != nil {
+		c.SQLUsers = append(c.SQLUsers, *root)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, nil, "", err
+	}
+	return c, keys, password, nil
+}
+
+// buildKeys makes the cluster's groups, clients, admins and keys.
+func buildKeys(opts GenerateOptions) (*Cluster, []namedKey, error) {
 	if opts.Dir == "" {
 		return nil, nil, fmt.Errorf("%w: no directory given", ErrBadParameter)
 	}
@@ -203,8 +227,9 @@ func SplitFirstByte(g int) []Partition {
 	return ps
 }
 
-// write creates the directories, the key files and then the cluster file.
-func write(dir string, c *Cluster, keys []namedKey) error {
+// write creates the directories, the key files, the SQL root's password
+// file (if password is not empty) and then the cluster file.
+func write(dir string, c *Cluster, keys []namedKey, password string) error {
 	clusterFile := filepath.Join(dir, FileName)
 	if _, err := os.Lstat(clusterFile); err == nil {
 		return fmt.Errorf("%s exists; refusing to overwrite a cluster: %w", clusterFile, fs.ErrExist)
@@ -220,6 +245,11 @@ func write(dir string, c *Cluster, keys []namedKey) error {
 	}
 	for _, k := range keys {
 		if err := auth.WritePrivateKeyFile(KeyPath(dir, k.name), k.priv); err != nil {
+			return err
+		}
+	}
+	if password != "" {
+		if err := writePasswordFile(SQLRootPasswordPath(dir), password); err != nil {
 			return err
 		}
 	}

@@ -51,6 +51,7 @@ func (c *Cluster) Validate() error {
 	groups := v.groups(c)
 	v.clients(c)
 	v.admins(c)
+	v.sqlUsers(c)
 	v.partitions(c, groups)
 	if len(v.problems) == 0 {
 		return nil

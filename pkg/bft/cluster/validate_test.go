@@ -13,7 +13,7 @@ import (
 // two clients, built in memory.
 func validCluster(t *testing.T) *Cluster {
 	t.Helper()
-	c, _, err := build(GenerateOptions{Dir: "unused", ClusterID: "test", Groups: 2, F: 1, BasePort: 7000, Clients: 2})
+	c, _, _, err := build(GenerateOptions{Dir: "unused", ClusterID: "test", Groups: 2, F: 1, BasePort: 7000, Clients: 2})
 	require.NoError(t, err)
 	require.NoError(t, c.Validate())
 	return c
