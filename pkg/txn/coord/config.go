@@ -193,6 +193,10 @@ var (
 	ErrInvalid = errors.New("coord: invalid transaction")
 	// ErrStartup: the start-up query (W3) failed.
 	ErrStartup = errors.New("coord: start-up")
+	// ErrNotTxnEngine: a group answered the start-up query with a reply
+	// that is not the transaction engine's: its replicas run another
+	// application (augustus start --app noop or log).
+	ErrNotTxnEngine = errors.New("coord: the replicas do not run the transaction engine")
 )
 
 func (c *Config) check() error {

@@ -393,7 +393,7 @@ func (b *txnBench) setup(ctx context.Context, mixes, byzs []int) error {
 		GroupTimeout: 500 * time.Millisecond, Observer: b.recovered,
 	})
 	if err != nil {
-		return fmt.Errorf("connect to the cluster: %w", err)
+		return fmt.Errorf("connect to the cluster: %w", withAppHint(err, o.dir))
 	}
 	return nil
 }
