@@ -44,13 +44,15 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 		return nil, nil, nil, errors.New("engine: the session is not an Augustus session")
 	}
 	if parsed == nil {
-		if stmt, _, err := e.SQL.Parser.ParseOneWithOptions(ctx, query, sql.LoadSqlMode(ctx).ParserOptions()); err == nil {
-			parsed = stmt
+		stmt, _, err := e.SQL.Parser.ParseOneWithOptions(ctx, query, sql.LoadSqlMode(ctx).ParserOptions())
+		if err != nil {
+			return nil, nil, nil, parseError(err)
 		}
+		parsed = stmt
 	}
 	flags, err := flagsOf(parsed)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, mysqlErr(err)
 	}
 	control := isControl(parsed)
 	for attempt := 0; ; attempt++ {
@@ -198,15 +200,6 @@ func (e *Engine) beforeStatement(ctx *sql.Context, sess *session.Session) {
 			e.abandon(ctx, sess)
 		}
 	}
-}
-
-// mysqlErr returns the MySQL error inside err, so GMS's server reports its
-// code (it does not look through wrappers).
-func mysqlErr(err error) error {
-	if se := session.AsSQLError(err); se != nil {
-		return se
-	}
-	return err
 }
 
 // isControl reports transaction control statements, which are never run
