@@ -69,6 +69,11 @@ func startCluster(t testing.TB, groups int) *cluster {
 // frontEnd returns front-end i (client key i, the cluster's admin key
 // unless noAdmin), starting it on first use.
 func (c *cluster) frontEnd(i int, noAdmin bool) *frontEnd {
+	return c.frontEndWith(i, noAdmin, nil)
+}
+
+// frontEndWith is frontEnd with the engine's configuration adjusted.
+func (c *cluster) frontEndWith(i int, noAdmin bool, adjust func(*Config)) *frontEnd {
 	for len(c.fes) <= i {
 		c.fes = append(c.fes, nil)
 	}
@@ -84,7 +89,11 @@ func (c *cluster) frontEnd(i int, noAdmin bool) *frontEnd {
 	}
 	cli, err := coord.NewClient(ctx, cfg)
 	require.NoError(c.t, err)
-	eng, err := New(ctx, Config{Client: cli})
+	ecfg := Config{Client: cli}
+	if adjust != nil {
+		adjust(&ecfg)
+	}
+	eng, err := New(ctx, ecfg)
 	require.NoError(c.t, err)
 	c.t.Cleanup(func() {
 		_ = eng.Close()

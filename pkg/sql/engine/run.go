@@ -55,6 +55,12 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 		return nil, nil, nil, mysqlErr(err)
 	}
 	control := isControl(parsed)
+	if listsCatalog(parsed, query) {
+		// SHOW and information_schema read only the catalog: catch up with
+		// other front-ends' schema changes first (data statements learn of
+		// them from their transactions' version compare, M2).
+		e.Provider.Refresh(ctx)
+	}
 	for attempt := 0; ; attempt++ {
 		e.beforeStatement(ctx, sess)
 		sess.SetFlags(flags)
@@ -200,6 +206,14 @@ func (e *Engine) beforeStatement(ctx *sql.Context, sess *session.Session) {
 			e.abandon(ctx, sess)
 		}
 	}
+}
+
+// listsCatalog reports statements that read the catalog and no table data.
+func listsCatalog(s sqlparser.Statement, query string) bool {
+	if _, ok := s.(*sqlparser.Show); ok {
+		return true
+	}
+	return len(query) > 18 && strings.Contains(strings.ToLower(query), "information_schema")
 }
 
 // isControl reports transaction control statements, which are never run
