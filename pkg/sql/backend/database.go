@@ -50,10 +50,9 @@ func (d *Database) table(ctx *sql.Context, name string) (sql.Table, bool, error)
 	return tb, true, nil
 }
 
-// GetTableNames implements sql.Database (SHOW TABLES, information_schema):
-// refreshed first.
+// GetTableNames implements sql.Database from the local catalog (GMS calls it
+// on ordinary statements too; see Provider.AllDatabases).
 func (d *Database) GetTableNames(ctx *sql.Context) ([]string, error) {
-	d.p.refresh(ctx)
 	var names []string
 	for _, t := range d.p.snapshot(ctx).Tables(d.id) {
 		names = append(names, t.Name)

@@ -93,8 +93,11 @@ func (p *Provider) snapshot(ctx *sql.Context) *catalog.Snapshot {
 	return p.cat.Current()
 }
 
-// refresh catches up with other front-ends' schema changes (one small read)
-// for statements that read only the catalog.
+// Refresh catches up with other front-ends' schema changes (one small read).
+// The statement runner calls it before statements that read only the
+// catalog (SHOW, information_schema); lookups of unknown names call it too.
+func (p *Provider) Refresh(ctx context.Context) { p.refresh(ctx) }
+
 func (p *Provider) refresh(ctx context.Context) {
 	if _, err := p.cat.Refresh(ctx); err != nil {
 		p.cfg.Logger.Debug("backend: catalog refresh", "err", err)
@@ -107,6 +110,11 @@ func (p *Provider) refresh(ctx context.Context) {
 func (p *Provider) Database(ctx *sql.Context, name string) (sql.Database, error) {
 	if d, ok := p.snapshot(ctx).Database(name); ok {
 		return &Database{p: p, name: d.Name, id: d.ID}, nil
+	}
+	if isSystemDB(name) {
+		// GMS looks up "mysql" on every statement (its privilege tables):
+		// never worth a round trip.
+		return nil, sql.ErrDatabaseNotFound.New(name)
 	}
 	p.refresh(ctx)
 	if d, ok := p.snapshot(ctx).Database(name); ok {
@@ -121,10 +129,11 @@ func (p *Provider) HasDatabase(ctx *sql.Context, name string) bool {
 	return err == nil
 }
 
-// AllDatabases implements sql.DatabaseProvider (SHOW DATABASES,
-// information_schema): refreshed first.
+// AllDatabases implements sql.DatabaseProvider. GMS's analyzer calls it on
+// ordinary statements too, so it reads the local catalog only; statements
+// that list the catalog (SHOW, information_schema) are refreshed by the
+// statement runner first (Refresh).
 func (p *Provider) AllDatabases(ctx *sql.Context) []sql.Database {
-	p.refresh(ctx)
 	var out []sql.Database
 	for _, d := range p.snapshot(ctx).Databases() {
 		out = append(out, &Database{p: p, name: d.Name, id: d.ID})
@@ -173,7 +182,7 @@ func (p *Provider) DropDatabase(ctx *sql.Context, name string) error {
 
 func isSystemDB(name string) bool {
 	switch strings.ToLower(name) {
-	case "information_schema", "mysql":
+	case "information_schema", "mysql", "performance_schema", "sys":
 		return true
 	}
 	return false

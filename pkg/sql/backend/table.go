@@ -197,3 +197,7 @@ func (t *Table) columnNames() string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// IsTemporary implements sql.TemporaryTable: no table is temporary. (GMS's
+// read-only check dereferences every written table as one, gms-notes §9.)
+func (t *Table) IsTemporary() bool { return false }

@@ -44,15 +44,23 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 		return nil, nil, nil, errors.New("engine: the session is not an Augustus session")
 	}
 	if parsed == nil {
-		if stmt, _, err := e.SQL.Parser.ParseOneWithOptions(ctx, query, sql.LoadSqlMode(ctx).ParserOptions()); err == nil {
-			parsed = stmt
+		stmt, _, err := e.SQL.Parser.ParseOneWithOptions(ctx, query, sql.LoadSqlMode(ctx).ParserOptions())
+		if err != nil {
+			return nil, nil, nil, parseError(err)
 		}
+		parsed = stmt
 	}
 	flags, err := flagsOf(parsed)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, mysqlErr(err)
 	}
 	control := isControl(parsed)
+	if listsCatalog(parsed, query) {
+		// SHOW and information_schema read only the catalog: catch up with
+		// other front-ends' schema changes first (data statements learn of
+		// them from their transactions' version compare, M2).
+		e.Provider.Refresh(ctx)
+	}
 	for attempt := 0; ; attempt++ {
 		e.beforeStatement(ctx, sess)
 		sess.SetFlags(flags)
@@ -200,13 +208,12 @@ func (e *Engine) beforeStatement(ctx *sql.Context, sess *session.Session) {
 	}
 }
 
-// mysqlErr returns the MySQL error inside err, so GMS's server reports its
-// code (it does not look through wrappers).
-func mysqlErr(err error) error {
-	if se := session.AsSQLError(err); se != nil {
-		return se
+// listsCatalog reports statements that read the catalog and no table data.
+func listsCatalog(s sqlparser.Statement, query string) bool {
+	if _, ok := s.(*sqlparser.Show); ok {
+		return true
 	}
-	return err
+	return len(query) > 18 && strings.Contains(strings.ToLower(query), "information_schema")
 }
 
 // isControl reports transaction control statements, which are never run
