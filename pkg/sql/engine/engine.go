@@ -45,6 +45,16 @@ type Config struct {
 	FirstChunk int
 	// Logger receives the engine's warnings (default: discarded).
 	Logger *slog.Logger
+	// MaxResultBytes bounds the rows an autocommit statement holds until
+	// it commits (Run keeps them so that a serialization failure can be
+	// retried before the client saw a row); a statement whose result grows
+	// past it fails with ER_TOO_BIG_SELECT saying how to read it instead
+	// (default DefaultMaxResultBytes; negative: no bound). Rows of
+	// statements in an explicit transaction stream and are not counted.
+	MaxResultBytes int64
+	// OnRetry, if set, is called each time Run runs an autocommit
+	// statement again, with the error that made it (the gateway's metrics).
+	OnRetry func(err error)
 }
 
 // Engine is a GMS engine over Augustus, ready for a MySQL gateway, an
@@ -84,6 +94,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxResultBytes == 0 {
+		cfg.MaxResultBytes = DefaultMaxResultBytes
 	}
 	cat, err := catalog.NewManager(ctx, store)
 	if err != nil {

@@ -85,6 +85,9 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 				return nil, nil, nil, mysqlErr(err)
 			}
 		}
+		if e.cfg.OnRetry != nil {
+			e.cfg.OnRetry(err)
+		}
 		// Jittered back-off: the statement met a concurrent one; a retry at
 		// once would likely meet it again.
 		d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
@@ -104,10 +107,14 @@ func (e *Engine) runToEnd(ctx *sql.Context, query string, parsed sqlparser.State
 		return nil, nil, nil, err
 	}
 	var rows []sql.Row
+	budget := resultBudget{max: e.cfg.MaxResultBytes}
 	for {
 		r, err := iter.Next(ctx)
 		if err == io.EOF {
 			break
+		}
+		if err == nil {
+			err = budget.add(r)
 		}
 		if err != nil {
 			_ = iter.Close(ctx)
