@@ -105,6 +105,9 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := announce(cfg.ServerVersion); err != nil {
+		return nil, err
+	}
 	lis := cfg.Listener
 	if lis == nil {
 		if lis, err = net.Listen("tcp", cfg.Address); err != nil {
@@ -151,6 +154,22 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.srv = srv
 	return g, nil
+}
+
+// announce sets what SELECT @@version, @@version_comment and
+// @@transaction_isolation tell clients: this server, and the isolation every
+// transaction runs at (any level a client sets is accepted and runs as
+// SERIALIZABLE). GMS keeps these process-wide.
+func announce(version string) error {
+	err := sql.SystemVariables.AssignValues(map[string]any{
+		"version":               version,
+		"version_comment":       "Augustus (Byzantine-fault-tolerant; every transaction SERIALIZABLE)",
+		"transaction_isolation": "SERIALIZABLE",
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: system variables: %w", err)
+	}
+	return nil
 }
 
 // Addr is the address the gateway listens on.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
+	"github.com/augustus-db/augustus/pkg/sql/engine"
 	"github.com/augustus-db/augustus/pkg/txn/coord"
 	"github.com/augustus-db/augustus/pkg/txn/oracle"
 )
@@ -30,20 +32,32 @@ type demoOptions struct {
 	callTimeout time.Duration
 	readyWait   time.Duration
 	grace       time.Duration
+	listen      string
+	noShell     bool
 }
 
 func newDemoCommand() *cobra.Command {
 	o := demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a local cluster of replica groups and open a transaction console on it",
+		Short: "Run a local cluster, a MySQL gateway and a transaction console on it",
 		Long: `Create (or reuse) a local cluster in --dir — 2 groups of 4 replicas (f=1) on
 127.0.0.1, running the transaction engine — start its replicas as child
-processes, wait until every group answers, and open a console where you run
-transactions across the groups (the syntax of augustus txn: 'insert a 1;
-insert été 2'), see which group each key lives in (where KEY), watch every
-replica's view and progress (status), and kill -9 and restart replicas to see
-each group survive one fault.
+processes, wait until every group answers, serve SQL over the MySQL protocol
+on --listen (127.0.0.1:3306), and open a console where you run transactions
+across the groups (the syntax of augustus txn: 'insert a 1; insert été 2'),
+see which group each key lives in (where KEY), watch every replica's view and
+progress (status), and kill -9 and restart replicas to see each group survive
+one fault.
+
+SQL: connect with mysql -h 127.0.0.1 -P 3306 -u root (the demo's root has no
+password; the gateway listens on loopback only). On its first start the demo
+loads the example database demo: customers in group 0, products in the last
+group, orders split by id over both, with secondary indexes. The gateway runs
+in the demo's process with the cluster's admin key, so CREATE TABLE and the
+other schema changes work; its log is DIR/logs/gateway.log. --no-shell runs
+the cluster and the gateway without the console, for other clients, until
+Ctrl-C or SIGTERM.
 
 The keys are range-partitioned over the groups: with 2 groups, keys whose
 first byte is below 0x80 (every ASCII key) live in group 0, the others (e.g.
@@ -51,10 +65,14 @@ first byte is below 0x80 (every ASCII key) live in group 0, the others (e.g.
 lands. Replica logs go to DIR/logs/. Leaving the console stops the replicas;
 their state stays in DIR, so the next "augustus demo" continues where this one
 stopped (--groups and --base-port only apply to a new cluster). The console
-uses the client key client0; "augustus txn --dir DIR" (client1) can run
-transactions from another terminal at the same time.`,
+uses the client key client0 (the gateway shares it); "augustus txn --dir DIR"
+(client1) can run transactions from another terminal at the same time. SQL
+tables live in keys that start with byte 0xF5, which no text key does, so the
+console's keys and the SQL rows never meet.`,
 		Example: `  augustus demo
-  augustus demo --dir /tmp/demo --base-port 7100 --groups 3
+  mysql -h 127.0.0.1 -P 3306 -u root demo      # in another terminal
+  augustus demo --dir /tmp/demo --base-port 7100 --groups 3 --listen 127.0.0.1:3307
+  augustus demo --no-shell                       # cluster and gateway only, until Ctrl-C
   printf 'insert a 1; insert été 2\nread a; read été\nstatus\nquit\n' | augustus demo`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -68,6 +86,8 @@ transactions from another terminal at the same time.`,
 	fl.DurationVar(&o.callTimeout, "call-timeout", 15*time.Second, "how long a console transaction waits for its outcome")
 	fl.DurationVar(&o.readyWait, "ready-timeout", 60*time.Second, "how long to wait for every group to answer at start")
 	fl.DurationVar(&o.grace, "grace", 10*time.Second, "how long replicas get to stop after SIGTERM before SIGKILL")
+	fl.StringVar(&o.listen, "listen", defaultMySQLAddr, "HOST:PORT of the MySQL gateway")
+	fl.BoolVar(&o.noShell, "no-shell", false, "no console: run the cluster and the gateway until Ctrl-C or SIGTERM")
 	return cmd
 }
 
@@ -91,6 +111,9 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	if ports := 12 * o.groups; o.basePort < 1 || o.basePort > 65536-ports {
 		return fmt.Errorf("--base-port %d: want 1..%d (a new cluster of %d groups takes %d ports from it)", o.basePort, 65536-ports, o.groups, ports)
 	}
+	if o.listen == "" {
+		o.listen = defaultMySQLAddr
+	}
 	c, created, err := demoCluster(stdout, o)
 	if err != nil {
 		return err
@@ -98,6 +121,13 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	if err := checkPortsFree(c); err != nil {
 		return err
 	}
+	// The gateway's address is bound before any replica starts: a taken
+	// port fails the demo at once.
+	sqlLis, err := listenMySQL(o.listen)
+	if err != nil {
+		return fmt.Errorf("demo: the MySQL gateway's %w", err)
+	}
+	defer sqlLis.Close()
 	logDir := filepath.Join(o.dir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("demo: replica log directory: %w", err)
@@ -150,6 +180,12 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+	var admin ed25519.PrivateKey
+	if len(c.Admins) > 0 {
+		if admin, err = cluster.LoadAdminKey(o.dir, c.Admins[0].Name); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
 	fmt.Fprintf(stdout, "Waiting for the groups to answer...\n")
 	// The client connects to every group and asks each for what it holds
 	// of this client (W3): when that returns, every group answers.
@@ -179,7 +215,7 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	reg := prometheus.NewRegistry()
 	cl, err := coord.NewClient(stuckCtx, coord.ClientConfig{
-		Cluster: c, Key: key, Map: pmap, Logger: quiet, Registerer: reg,
+		Cluster: c, Key: key, Admin: admin, Map: pmap, Logger: quiet, Registerer: reg,
 		GroupTimeout: 500 * time.Millisecond, DrainTimeout: 5 * time.Second,
 	})
 	close(stopWatch)
@@ -196,8 +232,33 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	// Close lets the console's last transaction finish terminating before
 	// the replicas stop (deferred after the supervisor, so it runs first).
 	defer cl.Close()
+
+	gw, loaded, err := demoGateway(ctx, o, c, cl, sqlLis, reg, logDir)
+	if err != nil {
+		return err
+	}
+	// Deferred last, so it stops first: the gateway drains while the client
+	// and the replicas still serve.
+	defer func() {
+		if err := gw.stop(o.grace); err != nil {
+			fmt.Fprintf(stdout, "The gateway stopped with: %v\n", err)
+		}
+	}()
+	sqlBanner := demoSQLBanner(mysqlHint(gw.gw.Addr().String(), c, o.dir), len(c.Groups), loaded)
+	if o.noShell {
+		fmt.Fprintf(stdout, "\n%s\nThe cluster and the gateway run until Ctrl-C or SIGTERM (no console: --no-shell).\n", sqlBanner)
+		select {
+		case <-ctx.Done():
+		case err := <-gw.done:
+			if err != nil {
+				return fmt.Errorf("demo: the gateway stopped: %w", err)
+			}
+		}
+		return nil
+	}
 	k := &console{out: stdout, cl: cl, pmap: pmap, reg: reg, sup: sup, c: c, f: c.F, callTimeout: o.callTimeout,
 		example: crossGroupExample(pmap)}
+	fmt.Fprint(stdout, "\n"+sqlBanner)
 	fmt.Fprint(stdout, demoBanner(c, pmap, k.example))
 	lines, err := newLineReader(ctx, in, stdout, filepath.Join(o.dir, ".console_history"))
 	if err != nil {
@@ -206,6 +267,34 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	defer lines.Close()
 	_, k.echo = lines.(*pipeReader)
 	return k.run(ctx, lines)
+}
+
+// demoGateway starts the demo's gateway over the console's client, logging
+// to logDir/gateway.log, and loads the example database on a new cluster.
+func demoGateway(ctx context.Context, o demoOptions, c *cluster.Cluster, cl *coord.Client, lis net.Listener,
+	reg *prometheus.Registry, logDir string) (*runningGateway, bool, error) {
+	f, err := os.OpenFile(filepath.Join(logDir, "gateway.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, false, fmt.Errorf("demo: gateway log: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	gw, err := startGateway(ctx, gatewayParams{
+		client: cl, listener: lis, users: gatewayUsers(c), logger: logger, registerer: reg,
+		maxConns: 200, maxResult: engine.DefaultMaxResultBytes,
+	})
+	if err != nil {
+		_ = f.Close()
+		return nil, false, fmt.Errorf("demo: %w", err)
+	}
+	loaded := false
+	if len(c.Admins) > 0 {
+		if loaded, err = loadDemoDatabase(ctx, gw.eng, len(c.Groups)); err != nil {
+			_ = gw.stop(o.grace)
+			_ = f.Close()
+			return nil, false, err
+		}
+	}
+	return gw, loaded, nil
 }
 
 // maxDemoGroups bounds --groups: every replica is a process on this machine.
@@ -243,8 +332,8 @@ func demoBanner(c *cluster.Cluster, m *oracle.Map, example string) string {
 	fmt.Fprintf(&b, `
 Type a transaction: operations separated by ';' (the syntax of augustus txn)
 commit atomically across the groups their keys live in; a group's vote counts
-only when f+1 = %d of its replicas return the same one. The SQL shell arrives
-with the SQL layer.
+only when f+1 = %d of its replicas return the same one. SQL goes through the
+gateway above (mysql); the SQL shell takes this console's place later.
 `, c.F+1)
 	if example != "" {
 		fmt.Fprintf(&b, "Try: %s\n", example)
@@ -264,6 +353,15 @@ func demoCluster(stdout io.Writer, o demoOptions) (*cluster.Cluster, bool, error
 		if len(c.Clients) == 0 {
 			return nil, false, fmt.Errorf("demo: %s lists no client; the demo needs one (or use another --dir)", path)
 		}
+		if len(c.SQLUsers) == 0 {
+			// A demo cluster made before the gateway: give it the demo's
+			// root, without a password.
+			c.SQLUsers = []cluster.SQLUser{{Name: cluster.SQLRootName, Host: "%", Plugin: cluster.PluginNativePassword}}
+			if err := c.Save(path); err != nil {
+				return nil, false, fmt.Errorf("demo: add the SQL account root: %w", err)
+			}
+			fmt.Fprintf(stdout, "Added the SQL account root (no password) to %s.\n", path)
+		}
 		return c, false, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, fmt.Errorf("demo: %w", err)
@@ -272,6 +370,8 @@ func demoCluster(stdout io.Writer, o demoOptions) (*cluster.Cluster, bool, error
 	// Two clients: the console uses client0, and augustus txn (the last
 	// client by default) can run beside it.
 	opts.Groups, opts.BasePort, opts.Clients = o.groups, o.basePort, 2
+	// The demo's gateway listens on loopback and its root has no password.
+	opts.SQLRoot = cluster.SQLRootNoPassword
 	c, err := cluster.Generate(opts)
 	if err != nil {
 		return nil, false, err

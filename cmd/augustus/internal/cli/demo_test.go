@@ -2,13 +2,17 @@ package cli
 
 import (
 	"context"
+	gosql "database/sql"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
@@ -22,6 +26,7 @@ func runDemoScript(t *testing.T, dir string, base int, script string) string {
 	var out, errb syncBuffer
 	err := runDemo(ctx, strings.NewReader(script), &out, &errb, demoOptions{
 		dir: dir, groups: 2, basePort: base, callTimeout: 20 * time.Second, readyWait: 60 * time.Second, grace: 10 * time.Second,
+		listen: "127.0.0.1:0",
 	})
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	require.NoError(t, ctx.Err(), "the demo did not finish in time")
@@ -111,7 +116,7 @@ func TestDemoSaysWhichPortIsTaken(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	startCluster(t, other, appLog)
 	var out, errb syncBuffer
-	err := runDemo(context.Background(), strings.NewReader(""), &out, &errb, demoOptions{dir: dir, groups: 2, basePort: base, callTimeout: time.Second, readyWait: time.Second, grace: time.Second})
+	err := runDemo(context.Background(), strings.NewReader(""), &out, &errb, demoOptions{dir: dir, groups: 2, basePort: base, callTimeout: time.Second, readyWait: time.Second, grace: time.Second, listen: "127.0.0.1:0"})
 	require.ErrorContains(t, err, fmt.Sprintf("127.0.0.1:%d of replica g0r0 is not free", base))
 	_, statErr := os.Stat(filepath.Join(dir, "data"))
 	require.True(t, os.IsNotExist(statErr), "no replica started")
@@ -154,11 +159,107 @@ func TestDemoSaysAtOnceWhyAGroupCannotStart(t *testing.T) {
 	var out, errb syncBuffer
 	start := time.Now()
 	err := runDemo(context.Background(), strings.NewReader(""), &out, &errb, demoOptions{
-		dir: dir, groups: 2, basePort: base, callTimeout: time.Second, readyWait: time.Minute, grace: 5 * time.Second})
+		dir: dir, groups: 2, basePort: base, callTimeout: time.Second, readyWait: time.Minute, grace: 5 * time.Second, listen: "127.0.0.1:0"})
 	require.Error(t, err)
 	require.Less(t, time.Since(start), 30*time.Second, "not after the minute of waiting")
 	require.ErrorContains(t, err, "group 0 cannot answer")
 	require.ErrorContains(t, err, "g0r0: ")
 	require.ErrorContains(t, err, "g0r1: ")
 	require.ErrorContains(t, err, "delete "+dir)
+}
+
+// With --no-shell the demo runs the cluster and the gateway until it is
+// told to stop: a MySQL client finds the example database (tables in both
+// groups, joined), creates a table and writes across groups, and the demo
+// then stops cleanly.
+func TestDemoServesSQLWithTheExampleDatabaseUntilStopped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	base := freeBasePort(t, 24)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runDemo(ctx, strings.NewReader(""), &out, &errb, demoOptions{
+			dir: dir, groups: 2, basePort: base, callTimeout: 20 * time.Second, readyWait: 60 * time.Second,
+			grace: 10 * time.Second, listen: "127.0.0.1:0", noShell: true,
+		})
+	}()
+	hint := regexp.MustCompile(`SQL: mysql -h 127\.0\.0\.1 -P (\d+) -u root\n`)
+	var port string
+	require.Eventually(t, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the demo ended before serving: %v\n%s\n%s", err, out.String(), errb.String())
+		default:
+		}
+		m := hint.FindStringSubmatch(out.String())
+		if m != nil {
+			port = m[1]
+		}
+		return m != nil
+	}, 2*time.Minute, 100*time.Millisecond, "the demo prints the connection hint")
+	require.Contains(t, out.String(), "database demo was loaded with customers (group 0), products (group 1)")
+	require.NotContains(t, out.String(), "augustus>", "no console")
+
+	db, err := gosql.Open("mysql", "root@tcp(127.0.0.1:"+port+")/demo?timeout=10s")
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query("SELECT c.name, p.title, o.qty FROM orders o JOIN customers c ON c.id = o.customer_id JOIN products p ON p.sku = o.sku WHERE c.city = 'Boston' ORDER BY o.id")
+	require.NoError(t, err)
+	var got []string
+	for rows.Next() {
+		var name, title string
+		var qty int
+		require.NoError(t, rows.Scan(&name, &title, &qty))
+		got = append(got, fmt.Sprintf("%s/%s/%d", name, title, qty))
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"Barbara Liskov/Headphones/1", "Nancy Lynch/USB-C cable/5", "Nancy Lynch/Trackball/2"}, got)
+
+	// A transaction across the groups: an order (group 1's part of orders)
+	// and the stock of its product (group 1) and a new customer (group 0).
+	tx, err := db.Begin()
+	require.NoError(t, err)
+	_, err = tx.Exec("INSERT INTO customers VALUES (7, 'Edsger Dijkstra', 'Austin')")
+	require.NoError(t, err)
+	_, err = tx.Exec("INSERT INTO orders (customer_id, sku, qty) VALUES (7, 'KB-01', 1)")
+	require.NoError(t, err)
+	_, err = tx.Exec("UPDATE products SET stock = stock - 1 WHERE sku = 'KB-01'")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	var stock, orders int
+	require.NoError(t, db.QueryRow("SELECT stock FROM products WHERE sku = 'KB-01'").Scan(&stock))
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM orders WHERE customer_id = 7").Scan(&orders))
+	require.Equal(t, 39, stock)
+	require.Equal(t, 1, orders)
+	_, err = db.Exec("CREATE TABLE notes (id INT PRIMARY KEY, body TEXT)")
+	require.NoError(t, err, "the demo's gateway has the admin key")
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("the demo did not stop")
+	}
+	require.Contains(t, out.String(), "Stopped. The cluster and its data stay in "+dir)
+	logData, err := os.ReadFile(filepath.Join(dir, "logs", "gateway.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(logData), "gateway serving MySQL")
+}
+
+func TestDemoSaysTheMySQLPortIsTaken(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer lis.Close()
+	dir := filepath.Join(t.TempDir(), "demo")
+	base := freeBasePort(t, 24)
+	var out, errb syncBuffer
+	err = runDemo(context.Background(), strings.NewReader(""), &out, &errb, demoOptions{
+		dir: dir, groups: 2, basePort: base, callTimeout: time.Second, readyWait: time.Second, grace: time.Second, listen: lis.Addr().String()})
+	require.ErrorContains(t, err, lis.Addr().String()+" is taken")
+	require.ErrorContains(t, err, "--listen")
+	_, statErr := os.Stat(filepath.Join(dir, "data"))
+	require.True(t, os.IsNotExist(statErr), "no replica started")
 }

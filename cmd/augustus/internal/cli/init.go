@@ -32,8 +32,14 @@ func newInitCommand() *cobra.Command {
 		Use:   "init --dir DIR",
 		Short: "Write a new cluster: cluster.json and one private key per replica and client",
 		Long: `Write a new cluster into DIR: cluster.json (groups, replica addresses, public
-keys, f, the initial partition map, the client policy) and keys/<name>.key, one
-Ed25519 private key per replica and per client (mode 0600).
+keys, f, the initial partition map, the client policy, the SQL accounts) and
+keys/<name>.key, one Ed25519 private key per replica, client and admin (mode
+0600).
+
+The cluster gets one SQL account, root, with a generated password: init
+prints it once and writes it to keys/sql-root.password (mode 0600);
+cluster.json holds only its hash (MySQL's mysql_native_password hash), which
+every augustus gateway of the cluster checks logins against.
 
 Every group has 3f+1 replicas. Replica k (counting g0r0, g0r1, ..., g1r0, ...)
 gets three consecutive ports from --base-port + 3k: peer, client and metrics.
@@ -92,6 +98,7 @@ func runInit(out io.Writer, o initOptions) error {
 	c, err := cluster.Generate(cluster.GenerateOptions{
 		Dir: o.dir, ClusterID: o.clusterID, Groups: o.groups, F: o.f, BasePort: o.basePort,
 		Host: o.host, Clients: o.clients, ClientPolicy: o.clientPolicy, Admins: o.admins,
+		SQLRoot: cluster.SQLRootGenerated,
 	})
 	if err != nil {
 		return err
@@ -103,7 +110,18 @@ func runInit(out io.Writer, o initOptions) error {
 		}
 	}
 	printCluster(out, o.dir, c)
-	fmt.Fprintf(out, "\nNext: augustus start --dir %s   (the transaction engine, for augustus txn; --app noop for augustus bench --workload noop)\n", o.dir)
+	pw, err := cluster.ReadSQLRootPassword(o.dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  SQL user root: password %s (kept in %s, mode 0600; cluster.json holds only its hash)\n",
+		pw, cluster.SQLRootPasswordPath(o.dir))
+	fmt.Fprintf(out, "\nNext: augustus start --dir %s   (the transaction engine, for augustus txn and SQL; --app noop for augustus bench --workload noop)\n", o.dir)
+	admin := ""
+	if len(c.Admins) > 0 {
+		admin = " --admin " + c.Admins[0].Name
+	}
+	fmt.Fprintf(out, "Then:  augustus gateway --dir %s%s   and   mysql -h 127.0.0.1 -P 3306 -u root -p\n", o.dir, admin)
 	return nil
 }
 

@@ -110,3 +110,23 @@ func TestEveryCommandHasAnExampleAndHelp(t *testing.T) {
 		require.Contains(t, out, "Examples:", cmd.Name())
 	}
 }
+
+func TestInitCreatesTheSQLRootWithAGeneratedPasswordShownOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	code, out, stderr := runMain(t, "init", "--dir", dir)
+	require.Equal(t, 0, code, stderr)
+	pw, err := cluster.ReadSQLRootPassword(dir)
+	require.NoError(t, err)
+	require.Contains(t, out, "SQL user root: password "+pw)
+	require.Contains(t, out, cluster.SQLRootPasswordPath(dir))
+	require.Contains(t, out, "augustus gateway --dir "+dir+" --admin admin0")
+	fi, err := os.Stat(cluster.SQLRootPasswordPath(dir))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	c, err := cluster.Load(filepath.Join(dir, cluster.FileName))
+	require.NoError(t, err)
+	require.Equal(t, []cluster.SQLUser{{Name: "root", Host: "%", Plugin: cluster.PluginNativePassword, AuthString: cluster.NativePasswordHash(pw)}}, c.SQLUsers)
+	data, err := os.ReadFile(filepath.Join(dir, cluster.FileName))
+	require.NoError(t, err)
+	require.False(t, strings.Contains(string(data), pw), "cluster.json holds the hash only")
+}

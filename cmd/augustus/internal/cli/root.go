@@ -55,6 +55,6 @@ replicas order requests with PBFT; data is range-partitioned over groups.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newInitCommand(), newReplicaCommand(), newStartCommand(), newBenchCommand(), newDemoCommand(), newTxnCommand(), newVersionCommand())
+	root.AddCommand(newInitCommand(), newReplicaCommand(), newStartCommand(), newBenchCommand(), newDemoCommand(), newTxnCommand(), newGatewayCommand(), newVersionCommand())
 	return root
 }
