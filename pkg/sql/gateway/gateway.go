@@ -108,6 +108,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err := announce(cfg.ServerVersion); err != nil {
 		return nil, err
 	}
+	cfg.Metrics.watchEngine(cfg.Engine.Stats())
 	lis := cfg.Listener
 	if lis == nil {
 		if lis, err = net.Listen("tcp", cfg.Address); err != nil {

@@ -348,3 +348,44 @@ func TestShutdownDrainsRunningStatementsAndRefusesNewOnes(t *testing.T) {
 	require.NoError(t, <-res, "the running statement finishes")
 	require.NoError(t, <-shut)
 }
+
+// The metrics count statements by kind, errors by MySQL code, and the
+// short transactions the engine sent; every label value comes from a fixed
+// set.
+func TestMetricsCountStatementsErrorsAndShortTransactions(t *testing.T) {
+	tg := newTestGateway(t, gwOptions{admin: true})
+	db := tg.open(t, tg.dsn("root", "", ""))
+	exec(t, db, "CREATE DATABASE d")
+	exec(t, db, "CREATE TABLE d.t (id INT PRIMARY KEY, v INT)")
+	exec(t, db, "INSERT INTO d.t VALUES (1, 1)")
+	_, err := db.Exec("INSERT INTO d.t VALUES (1, 2)")
+	require.EqualValues(t, 1062, mysqlCode(err))
+	_, err = db.Exec("SELEKT 1")
+	require.EqualValues(t, 1064, mysqlCode(err))
+	var v int
+	require.NoError(t, db.QueryRow("SELECT v FROM d.t WHERE id = 1").Scan(&v))
+
+	fams, err := tg.reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			if m.Counter != nil {
+				got[key] = m.Counter.GetValue()
+			}
+		}
+	}
+	require.Equal(t, 2.0, got["augustus_sql_statements_total,kind=insert,path=engine"])
+	require.Equal(t, 2.0, got["augustus_sql_statements_total,kind=ddl,path=engine"])
+	require.Equal(t, 1.0, got["augustus_sql_errors_total,code=1062,kind=insert"])
+	require.Equal(t, 1.0, got["augustus_sql_errors_total,code=1064,kind=unparsed"])
+	require.GreaterOrEqual(t, got["augustus_sql_short_transactions_total,kind=read"], 1.0)
+	require.GreaterOrEqual(t, got["augustus_sql_short_transactions_total,kind=commit"], 1.0)
+	for key := range got {
+		require.NotContains(t, key, "d.t", "no statement text in labels")
+	}
+}

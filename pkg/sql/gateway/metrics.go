@@ -3,6 +3,8 @@ package gateway
 import (
 	"errors"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -92,6 +94,9 @@ type Metrics struct {
 	conns      prometheus.Gauge
 	accepted   prometheus.Counter
 	refused    *prometheus.CounterVec
+
+	reg       prometheus.Registerer
+	watchOnce sync.Once
 }
 
 // NewMetrics registers the gateway's metrics with reg (nil: not
@@ -143,7 +148,31 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.statements, m.errors, m.latency, m.retries, m.panics, m.conns, m.accepted, m.refused)
 	}
+	m.reg = reg
 	return m
+}
+
+// watchEngine exports the engine's counts of the short transactions its
+// sessions sent: what SQL costs the replicas (read: a statement's reads;
+// guard: a read-only transaction's COMMIT guards; commit: an update's
+// COMMIT) and the conflicts met.
+func (m *Metrics) watchEngine(st *session.Stats) {
+	if m.reg == nil {
+		return
+	}
+	m.watchOnce.Do(func() {
+		for kind, v := range map[string]*atomic.Int64{"read": &st.ReadTxns, "guard": &st.GuardTxns, "commit": &st.CommitTxns} {
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "augustus_sql_short_transactions_total",
+				Help:        "Short transactions SQL sessions sent, by kind (read: a statement's reads; guard: the COMMIT guards of a transaction that only read; commit: the COMMIT of an update).",
+				ConstLabels: prometheus.Labels{"kind": kind},
+			}, func() float64 { return float64(v.Load()) }))
+		}
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "augustus_sql_conflicts_total",
+			Help: "Serialization failures SQL sessions met (each retried inside the gateway when autocommit, else error 1213).",
+		}, func() float64 { return float64(st.Conflicts.Load()) }))
+	})
 }
 
 // Retry reasons.
