@@ -19,6 +19,7 @@ import (
 
 	"github.com/augustus-db/augustus/pkg/sql/engine"
 	"github.com/augustus-db/augustus/pkg/sql/internal/memstore"
+	"github.com/augustus-db/augustus/pkg/txn"
 )
 
 // testGateway is a gateway on loopback over an engine on an in-memory
@@ -40,16 +41,17 @@ type gwOptions struct {
 func newTestGateway(t *testing.T, o gwOptions) *testGateway {
 	t.Helper()
 	st := memstore.New(2)
-	eng, err := engine.New(context.Background(), engine.Config{Store: st, Admin: o.admin})
+	reg := prometheus.NewRegistry()
+	metrics := NewMetrics(reg)
+	eng, err := engine.New(context.Background(), engine.Config{Store: st, Admin: o.admin, OnRetry: metrics.Retried})
 	require.NoError(t, err)
 	users := o.users
 	if users == nil {
 		users = []User{{Name: "root"}}
 	}
-	reg := prometheus.NewRegistry()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	cfg := Config{Engine: eng, Listener: lis, Users: users, Metrics: NewMetrics(reg)}
+	cfg := Config{Engine: eng, Listener: lis, Users: users, Metrics: metrics}
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
@@ -388,4 +390,31 @@ func TestMetricsCountStatementsErrorsAndShortTransactions(t *testing.T) {
 	for key := range got {
 		require.NotContains(t, key, "d.t", "no statement text in labels")
 	}
+}
+
+// An autocommit statement that meets conflicts is run again inside the
+// gateway (engine.Run) and the client sees it succeed: the handler must not
+// give the statement a context that ends when its first attempt's
+// iterator closes (GMS's process-list query context does).
+func TestAutocommitConflictsAreRetriedInsideTheGateway(t *testing.T) {
+	tg := newTestGateway(t, gwOptions{admin: true})
+	db := tg.open(t, tg.dsn("root", "", ""))
+	exec(t, db, "CREATE DATABASE d")
+	exec(t, db, "CREATE TABLE d.t (id INT PRIMARY KEY, v INT)")
+	exec(t, db, "INSERT INTO d.t VALUES (1, 1)")
+	tg.store.FailNext(txn.ReasonConflict, txn.ReasonConflict)
+	exec(t, db, "UPDATE d.t SET v = v + 1 WHERE id = 1")
+	require.Equal(t, 2.0, testutil.ToFloat64(tg.g.metrics.retries.WithLabelValues("conflict")))
+	var v int
+	require.NoError(t, db.QueryRow("SELECT v FROM d.t WHERE id = 1").Scan(&v))
+	require.Equal(t, 2, v)
+
+	// In an explicit transaction the conflict reaches the client, which
+	// restarts the transaction.
+	c := conn(t, db)
+	exec(t, c, "BEGIN")
+	tg.store.FailNext(txn.ReasonConflict)
+	_, err := c.ExecContext(context.Background(), "UPDATE d.t SET v = v + 1 WHERE id = 1")
+	require.EqualValues(t, 1213, mysqlCode(err), "%v", err)
+	exec(t, c, "ROLLBACK")
 }

@@ -182,11 +182,13 @@ func (h *handler) run(ctx context.Context, c *mysql.Conn, st stmt, callback mysq
 		}
 		h.g.metrics.Observe(kind, PathEngine, time.Since(start), err)
 	}()
-	sqlCtx, err = sqlCtx.ProcessList.BeginQuery(sqlCtx, st.query)
-	if err != nil {
-		return "", err
-	}
-	defer sqlCtx.ProcessList.EndQuery(sqlCtx)
+	// No ProcessList.BeginQuery, unlike GMS's handler: the query context
+	// it returns is cancelled when the statement's iterator closes (GMS's
+	// TrackedRowIter ends the query), and engine.Run closes an autocommit
+	// statement's iterator before it decides to run the statement again —
+	// which a cancelled context would forbid. SHOW PROCESSLIST therefore
+	// shows gateway sessions as sleeping, and KILL QUERY does not reach
+	// them (KILL CONNECTION does).
 	if err := sql.SessionCommandBegin(sqlCtx.Session); err != nil {
 		return "", err
 	}
