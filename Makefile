@@ -25,8 +25,8 @@ test: lint ## the default suite (what CI runs): every package (with invariant ch
 	$(GO) test -count=1 -timeout 10m -short ./test/e2e/
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
-e2e: ## every process-level test: real replica processes, kill -9, restarts, state transfer, bad keys
-	$(GO) test -count=1 -timeout 20m -v ./test/e2e/
+e2e: ## every process-level test: real replica processes, kill -9, restarts, state transfer, bad keys, the SQL gateway under the mysql CLI, mysqldump, go-sql-driver, GORM and sysbench (apt-get install mariadb-client sysbench)
+	$(GO) test -count=1 -timeout 30m -v ./test/e2e/
 
 lint: ## gofmt check and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -71,7 +71,7 @@ fuzz: ## fuzz every decoder of network bytes for FUZZTIME each (make fuzz FUZZTI
 	      [ $${PIPESTATUS[0]} -eq 0 ] || { echo "FAIL: $$pkg $$t"; exit 1; }; }; \
 	  done; done
 
-demo: build ## 2 groups × 4 replicas in ./augustus-demo and a transaction console on them (kill and restart replicas)
+demo: build ## 2 groups × 4 replicas in ./augustus-demo, a MySQL gateway on 127.0.0.1:3306 (mysql -h 127.0.0.1 -P 3306 -u root) and a transaction console (kill and restart replicas)
 	$(BIN) demo
 
 .PHONY: bench-txn
