@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/augustus-db/augustus/pkg/bft/client"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
 	"github.com/augustus-db/augustus/pkg/sql/engine"
 	"github.com/augustus-db/augustus/pkg/sql/gateway"
@@ -192,6 +193,12 @@ func runGateway(ctx context.Context, stdout, stderr io.Writer, o gatewayOptions)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
+		}
+		if !errors.Is(err, coord.ErrNotTxnEngine) && errors.Is(err, client.ErrRejected) {
+			// The replicas refused the start-up query itself: an
+			// application other than the transaction engine (log refuses
+			// it as a malformed call).
+			return fmt.Errorf("gateway: connect to the cluster: %w (do the replicas run the transaction engine? augustus start --dir %s --app txn)", err, o.dir)
 		}
 		return fmt.Errorf("gateway: connect to the cluster: %w", withAppHint(err, o.dir))
 	}
