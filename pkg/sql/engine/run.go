@@ -56,7 +56,7 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 	}
 	control := isControl(parsed)
 	if listsCatalog(parsed, query) {
-		// SHOW and information_schema read only the catalog: catch up with
+		// SHOW, EXPLAIN and information_schema read only the catalog: catch up with
 		// other front-ends' schema changes first (data statements learn of
 		// them from their transactions' version compare, M2).
 		e.Provider.Refresh(ctx)
@@ -208,9 +208,11 @@ func (e *Engine) beforeStatement(ctx *sql.Context, sess *session.Session) {
 	}
 }
 
-// listsCatalog reports statements that read the catalog and no table data.
+// listsCatalog reports statements that read the catalog and no table data
+// (SHOW, EXPLAIN, information_schema).
 func listsCatalog(s sqlparser.Statement, query string) bool {
-	if _, ok := s.(*sqlparser.Show); ok {
+	switch s.(type) {
+	case *sqlparser.Show, *sqlparser.Explain:
 		return true
 	}
 	return len(query) > 18 && strings.Contains(strings.ToLower(query), "information_schema")
