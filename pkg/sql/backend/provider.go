@@ -34,9 +34,9 @@ type Config struct {
 // from the local, versioned catalog (no network call on the paths GMS takes
 // for every statement), data through the session's transaction.
 type Provider struct {
-	cfg     Config
-	env     *session.Env
-	cat     *catalog.Manager
+	cfg Config
+	env *session.Env
+	cat *catalog.Manager
 	// infos caches what is derived from descriptors, for the descriptors
 	// of one catalog version at a time (descriptors are immutable; a schema
 	// change replaces the cache, so it does not grow with DDL).

@@ -64,7 +64,7 @@ func TestPlacementRoutesRowsAndDroppedSpansAreCleared(t *testing.T) {
 	require.Len(t, sent, 1)
 	require.Equal(t, []bft.GroupID{0, 1}, sent[0].GroupIDs(), "one transaction over both groups")
 	require.Equal(t, "ok 1\n", cn.exec("INSERT INTO r VALUES (2, 2)"))
-	require.Len(t, fe.obs.since(n+1)[0].Groups, 1, "a row of one part: one group")
+	require.Len(t, fe.obs.since(n + 1)[0].Groups, 1, "a row of one part: one group")
 
 	// TRUNCATE: a new id, the old span cleared in the background.
 	old := rowenc.TableSpan(r.ID)
