@@ -38,6 +38,11 @@ type Config struct {
 	// serialization failure (1213) or a schema change is run again before
 	// the error reaches the client (default 8; negative: never).
 	MaxRetries int
+	// RetryRows bounds the rows an autocommit statement's result may hold
+	// in memory so that it can run again after a serialization failure
+	// (default 4096). A larger result streams past it; a failure after that
+	// point reaches the client.
+	RetryRows int
 	// AutoIncrementBlock is how many AUTO_INCREMENT ids one allocation takes
 	// (default 100).
 	AutoIncrementBlock uint64
@@ -84,6 +89,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RetryRows <= 0 {
+		cfg.RetryRows = 4096
 	}
 	cat, err := catalog.NewManager(ctx, store)
 	if err != nil {

@@ -72,8 +72,13 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 		if !autocommit || control {
 			return e.runInTxn(ctx, sess, query, parsed, bindings)
 		}
-		sch, rows, qf, err := e.runToEnd(ctx, query, parsed, bindings)
+		sch, rows, rest, qf, err := e.runBuffered(ctx, query, parsed, bindings)
 		if err == nil {
+			if rest != nil {
+				// Too many rows to hold for a retry: the rest streams, and an
+				// error after this point reaches the client as it is.
+				return sch, &streamIter{e: e, sess: sess, rows: rows, rest: rest}, qf, nil
+			}
 			return sch, sql.RowsToRowIter(rows...), qf, nil
 		}
 		e.abandon(ctx, sess)
@@ -96,29 +101,65 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 	}
 }
 
-// runToEnd runs a statement and drains it (its autocommit commit happens
-// at Close).
-func (e *Engine) runToEnd(ctx *sql.Context, query string, parsed sqlparser.Statement, bindings map[string]sqlparser.Expr) (sql.Schema, []sql.Row, *sql.QueryFlags, error) {
+// runBuffered runs a statement and drains it (its autocommit commit happens
+// at Close), holding at most Config.RetryRows rows: beyond that it returns
+// the rows so far and the iterator of the rest, still open.
+func (e *Engine) runBuffered(ctx *sql.Context, query string, parsed sqlparser.Statement, bindings map[string]sqlparser.Expr) (sql.Schema, []sql.Row, sql.RowIter, *sql.QueryFlags, error) {
 	sch, iter, qf, err := e.SQL.QueryWithBindings(ctx, query, parsed, bindings, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var rows []sql.Row
 	for {
+		if len(rows) >= e.cfg.RetryRows {
+			return sch, rows, iter, qf, nil
+		}
 		r, err := iter.Next(ctx)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			_ = iter.Close(ctx)
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		rows = append(rows, r)
 	}
 	if err := iter.Close(ctx); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return sch, rows, qf, nil
+	return sch, rows, nil, qf, nil
+}
+
+// streamIter returns buffered rows, then the rest of a statement too large
+// to buffer; a failure cleans the session up as any failed autocommit
+// statement.
+type streamIter struct {
+	e    *Engine
+	sess *session.Session
+	rows []sql.Row
+	i    int
+	rest sql.RowIter
+}
+
+func (it *streamIter) Next(ctx *sql.Context) (sql.Row, error) {
+	if it.i < len(it.rows) {
+		it.i++
+		return it.rows[it.i-1], nil
+	}
+	r, err := it.rest.Next(ctx)
+	if err != nil && err != io.EOF {
+		it.e.abandon(ctx, it.sess)
+		return nil, mysqlErr(err)
+	}
+	return r, err
+}
+
+func (it *streamIter) Close(ctx *sql.Context) error {
+	if err := it.rest.Close(ctx); err != nil {
+		it.e.abandon(ctx, it.sess)
+		return mysqlErr(err)
+	}
+	return nil
 }
 
 // runInTxn runs a statement of an explicit transaction (or a transaction
