@@ -143,7 +143,10 @@ func (e *Engine) NewSession(client sql.Client, addr string, connID uint32) *sess
 // SessionBuilder builds a session for a MySQL connection; it has the type
 // of GMS's server.SessionBuilder, for server.NewServer.
 func (e *Engine) SessionBuilder(_ context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
-	client := sql.Client{Address: conn.RemoteAddr().String(), Capabilities: conn.Capabilities}
+	client := sql.Client{Capabilities: conn.Capabilities}
+	if conn.Conn != nil {
+		client.Address = conn.RemoteAddr().String()
+	}
 	if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
 		client.User, client.Address = u.User, u.Host
 	}

@@ -50,15 +50,15 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 		}
 		parsed = stmt
 	}
-	flags, err := flagsOf(parsed)
+	flags, err := StatementFlags(parsed)
 	if err != nil {
 		return nil, nil, nil, mysqlErr(err)
 	}
 	control := isControl(parsed)
 	if listsCatalog(parsed, query) {
-		// SHOW, EXPLAIN and information_schema read only the catalog: catch up with
-		// other front-ends' schema changes first (data statements learn of
-		// them from their transactions' version compare, M2).
+		// SHOW, EXPLAIN and information_schema read only the catalog: catch
+		// up with other front-ends' schema changes first (data statements
+		// learn of them from their transactions' version compare, M2).
 		e.Provider.Refresh(ctx)
 	}
 	for attempt := 0; ; attempt++ {
@@ -236,6 +236,53 @@ func (e *Engine) abandon(ctx *sql.Context, sess *session.Session) {
 	ctx.SetIgnoreAutoCommit(false)
 }
 
+// Statement is a statement run outside Run, between BeforeStatement and
+// AfterError.
+type Statement struct {
+	sess *session.Session
+	tx   *session.Txn
+	mark int
+}
+
+// BeforeStatement prepares a session for a statement run outside Run (by
+// GMS's server handler, through an Interceptor): it forgets what an
+// earlier failed statement left, sets the statement's flags, refreshes the
+// catalog before statements that only read it, and marks the transaction so
+// that AfterError can undo the statement. Run does the same, and retries.
+func (e *Engine) BeforeStatement(ctx *sql.Context, parsed sqlparser.Statement, query string) (*Statement, error) {
+	sess, ok := session.FromContext(ctx)
+	if !ok {
+		return nil, errors.New("engine: the session is not an Augustus session")
+	}
+	flags, err := StatementFlags(parsed)
+	if err != nil {
+		return nil, mysqlErr(err)
+	}
+	if listsCatalog(parsed, query) {
+		e.Provider.Refresh(ctx)
+	}
+	e.beforeStatement(ctx, sess)
+	sess.SetFlags(flags)
+	st := &Statement{sess: sess, mark: -1}
+	if gt := ctx.GetTransaction(); gt != nil {
+		if st.tx, _ = gt.(*session.Txn); st.tx != nil {
+			st.mark = st.tx.Mark()
+		}
+	}
+	return st, nil
+}
+
+// AfterError cleans the session up after the statement failed (as Run does:
+// the statement's writes undone, the transaction ended on 1213, an
+// autocommit transaction dropped) and returns the error as the MySQL error
+// a client should see.
+func (e *Engine) AfterError(ctx *sql.Context, st *Statement, err error) error {
+	if st != nil {
+		e.failed(ctx, st.sess, st.tx, st.mark, err)
+	}
+	return mysqlErr(err)
+}
+
 // beforeStatement forgets what an earlier failed statement left: GMS keeps
 // a transaction after some errors without rolling it back, which in
 // autocommit mode would carry its reads and writes into this statement.
@@ -270,9 +317,11 @@ func isControl(s sqlparser.Statement) bool {
 	return false
 }
 
-// flagsOf reads from the parsed statement what GMS does not tell the
-// backend.
-func flagsOf(s sqlparser.Statement) (session.Flags, error) {
+// StatementFlags reads from a parsed statement what GMS does not tell the
+// backend (placement, duplicate checks, TRUNCATE). Run sets them on the
+// session; a front-end that drives GMS's own server handler instead sets
+// them from its Interceptor (session.SetFlags) before the statement runs.
+func StatementFlags(s sqlparser.Statement) (session.Flags, error) {
 	var f session.Flags
 	switch st := s.(type) {
 	case *sqlparser.Insert:
