@@ -102,3 +102,17 @@ func TestFailedStatementLeavesNothingForTheNext(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []sql.Row{{int32(2)}}, rows)
 }
+
+// The Halloween problem: a statement's scan does not see the rows the same
+// statement writes (an UPDATE that moves rows ahead of its own scan moves
+// each once).
+func TestScanDoesNotSeeItsOwnStatementsWrites(t *testing.T) {
+	e, _, ctx := memEngine(t, func(c *Config) { c.FirstChunk = 1 })
+	for _, q := range []string{"INSERT INTO t VALUES (1, 1), (2, 2), (3, 3)", "UPDATE t SET id = id + 10"} {
+		_, _, err := e.Query(ctx, q)
+		require.NoError(t, err, q)
+	}
+	_, rows, err := e.Query(ctx, "SELECT id FROM t ORDER BY id")
+	require.NoError(t, err)
+	require.Equal(t, []sql.Row{{int32(11)}, {int32(12)}, {int32(13)}}, rows)
+}
