@@ -462,30 +462,62 @@ func (t *Table) CreateIndex(ctx *sql.Context, def sql.IndexDef) error {
 	nt, _ := s.TableByID(c.ID)
 	if err := t.p.changer.backfill(ctx, t.db, s, nt, ix.ID); err != nil {
 		// Undo: the index leaves the catalog, its entries are cleared.
-		if c2, e2 := d.table(c.ID); e2 == nil {
+		if e2 := d.commitRetrying(ctx, func(ch *catalog.Change) error {
+			c2, ok := ch.Next().TableByID(c.ID)
+			if !ok {
+				return nil
+			}
+			c2 = c2.Clone()
 			c2.Indexes = removeIndex(c2.Indexes, ix.ID)
-			if e2 = d.change.PutTable(c2); e2 == nil {
-				sp := rowenc.IndexSpan(c.ID, ix.ID)
-				d.change.AddJob("index "+ix.Name, sp.Start, sp.End)
-				d.kick = true
-				_, e2 = d.commitNow(ctx)
-			}
-			if e2 != nil {
-				t.p.cfg.Logger.Warn("backend: could not remove a failed index", "table", c.Name, "index", ix.Name, "err", e2)
-			}
+			sp := rowenc.IndexSpan(c.ID, ix.ID)
+			ch.AddJob("index "+ix.Name, sp.Start, sp.End)
+			d.kick = true
+			return ch.PutTable(c2)
+		}); e2 != nil {
+			t.p.cfg.Logger.Warn("backend: could not remove a failed index", "table", c.Name, "index", ix.Name, "err", e2)
 		}
 		return err
 	}
-	c2, err := d.table(c.ID)
-	if err != nil {
-		return err
-	}
-	for i := range c2.Indexes {
-		if c2.Indexes[i].ID == ix.ID {
-			c2.Indexes[i].State = catalog.IndexPublic
+	// Public, in a metadata transaction of its own now: another schema
+	// change committed meanwhile (another front-end's, or a drop job's end)
+	// must not make the statement run again, since the index exists.
+	return d.commitRetrying(ctx, func(ch *catalog.Change) error {
+		c2, ok := ch.Next().TableByID(c.ID)
+		if !ok {
+			return sql.ErrTableNotFound.New(c.Name)
+		}
+		c2 = c2.Clone()
+		for i := range c2.Indexes {
+			if c2.Indexes[i].ID == ix.ID {
+				c2.Indexes[i].State = catalog.IndexPublic
+			}
+		}
+		return ch.PutTable(c2)
+	})
+}
+
+// commitRetrying applies edit to the current catalog and commits it now,
+// reloading and applying it again when another change committed first
+// (bounded). The statement's pending change starts afresh after it.
+func (d *pendingDDL) commitRetrying(ctx *sql.Context, edit func(*catalog.Change) error) error {
+	var err error
+	for range 8 {
+		ch := d.p.cat.Current().Edit()
+		if err = edit(ch); err != nil {
+			return err
+		}
+		d.change = ch
+		if _, err = d.commitNow(ctx); err == nil {
+			return nil
+		}
+		if !errors.Is(err, session.ErrSchemaChanged) {
+			return err
+		}
+		if _, err = d.p.cat.Reload(ctx); err != nil {
+			return err
 		}
 	}
-	return d.change.PutTable(c2)
+	return err
 }
 
 func removeIndex(ixs []catalog.Index, id uint32) []catalog.Index {

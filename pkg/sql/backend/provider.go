@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dolthub/go-mysql-server/sql"
 
@@ -33,10 +34,13 @@ type Config struct {
 // from the local, versioned catalog (no network call on the paths GMS takes
 // for every statement), data through the session's transaction.
 type Provider struct {
-	cfg     Config
-	env     *session.Env
-	cat     *catalog.Manager
-	infos   sync.Map // *catalog.Table → *tableInfo
+	cfg Config
+	env *session.Env
+	cat *catalog.Manager
+	// infos caches what is derived from descriptors, for the descriptors
+	// of one catalog version at a time (descriptors are immutable; a schema
+	// change replaces the cache, so it does not grow with DDL).
+	infos   atomic.Pointer[infoCache]
 	autoInc *allocators
 	changer *Changer
 }
@@ -69,16 +73,27 @@ func (p *Provider) Catalog() *catalog.Manager { return p.cat }
 // changes).
 func (p *Provider) Changer() *Changer { return p.changer }
 
+type infoCache struct {
+	version uint64
+	m       sync.Map // *catalog.Table → *tableInfo
+}
+
 // info returns the derived information of a descriptor.
 func (p *Provider) info(db string, t *catalog.Table) (*tableInfo, error) {
-	if v, ok := p.infos.Load(t); ok {
-		return v.(*tableInfo), nil
+	v := p.cat.Current().Version
+	c := p.infos.Load()
+	if c == nil || c.version != v {
+		c = &infoCache{version: v}
+		p.infos.Store(c)
+	}
+	if ti, ok := c.m.Load(t); ok {
+		return ti.(*tableInfo), nil
 	}
 	ti, err := newTableInfo(db, t)
 	if err != nil {
 		return nil, err
 	}
-	p.infos.Store(t, ti)
+	c.m.Store(t, ti)
 	return ti, nil
 }
 

@@ -16,11 +16,36 @@ import (
 // ErrCorrupt is wrapped by every descriptor that does not decode.
 var ErrCorrupt = errors.New("catalog: corrupt descriptor")
 
-// Database is a database (MySQL schema).
+// Database is a database (MySQL schema) and its views.
 type Database struct {
 	ID        uint32          `json:"id"`
 	Name      string          `json:"name"`
 	Collation sql.CollationID `json:"collation,omitempty"`
+	Views     []View          `json:"views,omitempty"`
+}
+
+// View is a view: its SELECT's text and the CREATE VIEW statement (GMS
+// parses them when a statement uses the view).
+type View struct {
+	Name    string `json:"name"`
+	Text    string `json:"text"`
+	Create  string `json:"create"`
+	SQLMode string `json:"sql_mode,omitempty"`
+}
+
+// Clone returns a deep copy.
+func (d *Database) Clone() *Database {
+	c := *d
+	c.Views = append([]View(nil), d.Views...)
+	return &c
+}
+
+// Check is a CHECK constraint: its name and expression text (GMS evaluates
+// it on every insert and update).
+type Check struct {
+	Name     string `json:"name"`
+	Expr     string `json:"expr"`
+	Enforced bool   `json:"enforced"`
 }
 
 // Column is a table column. Its ID is stable for the table's life: row
@@ -135,6 +160,7 @@ type Table struct {
 	Columns   []Column        `json:"columns"`
 	PK        []uint32        `json:"pk"`
 	Indexes   []Index         `json:"indexes,omitempty"`
+	Checks    []Check         `json:"checks,omitempty"`
 	Collation sql.CollationID `json:"collation,omitempty"`
 	Comment   string          `json:"comment,omitempty"`
 	Placement Placement       `json:"placement"`
@@ -195,6 +221,7 @@ func (t *Table) Clone() *Table {
 		c.Columns[i].Missing = append([]byte(nil), t.Columns[i].Missing...)
 	}
 	c.PK = append([]uint32(nil), t.PK...)
+	c.Checks = append([]Check(nil), t.Checks...)
 	c.Indexes = append([]Index(nil), t.Indexes...)
 	for i := range c.Indexes {
 		c.Indexes[i].Columns = append([]uint32(nil), t.Indexes[i].Columns...)

@@ -38,6 +38,11 @@ type Config struct {
 	// serialization failure (1213) or a schema change is run again before
 	// the error reaches the client (default 8; negative: never).
 	MaxRetries int
+	// RetryRows bounds the rows an autocommit statement's result may hold
+	// in memory so that it can run again after a serialization failure
+	// (default 4096). A larger result streams past it; a failure after that
+	// point reaches the client.
+	RetryRows int
 	// AutoIncrementBlock is how many AUTO_INCREMENT ids one allocation takes
 	// (default 100).
 	AutoIncrementBlock uint64
@@ -45,13 +50,6 @@ type Config struct {
 	FirstChunk int
 	// Logger receives the engine's warnings (default: discarded).
 	Logger *slog.Logger
-	// MaxResultBytes bounds the rows an autocommit statement holds until
-	// it commits (Run keeps them so that a serialization failure can be
-	// retried before the client saw a row); a statement whose result grows
-	// past it fails with ER_TOO_BIG_SELECT saying how to read it instead
-	// (default DefaultMaxResultBytes; negative: no bound). Rows of
-	// statements in an explicit transaction stream and are not counted.
-	MaxResultBytes int64
 	// OnRetry, if set, is called each time Run runs an autocommit
 	// statement again, with the error that made it (the gateway's metrics).
 	OnRetry func(err error)
@@ -95,8 +93,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxResultBytes == 0 {
-		cfg.MaxResultBytes = DefaultMaxResultBytes
+	if cfg.RetryRows <= 0 {
+		cfg.RetryRows = 4096
 	}
 	cat, err := catalog.NewManager(ctx, store)
 	if err != nil {
@@ -148,7 +146,10 @@ func (e *Engine) NewSession(client sql.Client, addr string, connID uint32) *sess
 // SessionBuilder builds a session for a MySQL connection; it has the type
 // of GMS's server.SessionBuilder, for server.NewServer.
 func (e *Engine) SessionBuilder(_ context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
-	client := sql.Client{Address: conn.RemoteAddr().String(), Capabilities: conn.Capabilities}
+	client := sql.Client{Capabilities: conn.Capabilities}
+	if conn.Conn != nil {
+		client.Address = conn.RemoteAddr().String()
+	}
 	if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
 		client.User, client.Address = u.User, u.Host
 	}

@@ -30,6 +30,7 @@ var errCodes = []struct {
 	{sql.ErrUnsupportedFeature, mysql.ERNotSupportedYet, "42000"},
 	{sql.ErrSyntaxError, mysql.ERParseError, "42000"},
 	{sql.ErrReadOnlyTransaction, 1792, "25006"},
+	{sql.ErrCheckConstraintViolated, 3819, "HY000"}, // ER_CHECK_CONSTRAINT_VIOLATED
 }
 
 // mysqlErr returns err as the MySQL error a client should see: ours

@@ -50,15 +50,15 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 		}
 		parsed = stmt
 	}
-	flags, err := flagsOf(parsed)
+	flags, err := StatementFlags(parsed)
 	if err != nil {
 		return nil, nil, nil, mysqlErr(err)
 	}
 	control := isControl(parsed)
 	if listsCatalog(parsed, query) {
-		// SHOW and information_schema read only the catalog: catch up with
-		// other front-ends' schema changes first (data statements learn of
-		// them from their transactions' version compare, M2).
+		// SHOW, EXPLAIN and information_schema read only the catalog: catch
+		// up with other front-ends' schema changes first (data statements
+		// learn of them from their transactions' version compare, M2).
 		e.Provider.Refresh(ctx)
 	}
 	for attempt := 0; ; attempt++ {
@@ -72,8 +72,13 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 		if !autocommit || control {
 			return e.runInTxn(ctx, sess, query, parsed, bindings)
 		}
-		sch, rows, qf, err := e.runToEnd(ctx, query, parsed, bindings)
+		sch, rows, rest, qf, err := e.runBuffered(ctx, query, parsed, bindings)
 		if err == nil {
+			if rest != nil {
+				// Too many rows to hold for a retry: the rest streams, and an
+				// error after this point reaches the client as it is.
+				return sch, &streamIter{e: e, sess: sess, rows: rows, rest: rest}, qf, nil
+			}
 			return sch, sql.RowsToRowIter(rows...), qf, nil
 		}
 		e.abandon(ctx, sess)
@@ -99,33 +104,65 @@ func (e *Engine) Run(ctx *sql.Context, query string, parsed sqlparser.Statement,
 	}
 }
 
-// runToEnd runs a statement and drains it (its autocommit commit happens
-// at Close).
-func (e *Engine) runToEnd(ctx *sql.Context, query string, parsed sqlparser.Statement, bindings map[string]sqlparser.Expr) (sql.Schema, []sql.Row, *sql.QueryFlags, error) {
+// runBuffered runs a statement and drains it (its autocommit commit happens
+// at Close), holding at most Config.RetryRows rows: beyond that it returns
+// the rows so far and the iterator of the rest, still open.
+func (e *Engine) runBuffered(ctx *sql.Context, query string, parsed sqlparser.Statement, bindings map[string]sqlparser.Expr) (sql.Schema, []sql.Row, sql.RowIter, *sql.QueryFlags, error) {
 	sch, iter, qf, err := e.SQL.QueryWithBindings(ctx, query, parsed, bindings, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var rows []sql.Row
-	budget := resultBudget{max: e.cfg.MaxResultBytes}
 	for {
+		if len(rows) >= e.cfg.RetryRows {
+			return sch, rows, iter, qf, nil
+		}
 		r, err := iter.Next(ctx)
 		if err == io.EOF {
 			break
 		}
-		if err == nil {
-			err = budget.add(r)
-		}
 		if err != nil {
 			_ = iter.Close(ctx)
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		rows = append(rows, r)
 	}
 	if err := iter.Close(ctx); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return sch, rows, qf, nil
+	return sch, rows, nil, qf, nil
+}
+
+// streamIter returns buffered rows, then the rest of a statement too large
+// to buffer; a failure cleans the session up as any failed autocommit
+// statement.
+type streamIter struct {
+	e    *Engine
+	sess *session.Session
+	rows []sql.Row
+	i    int
+	rest sql.RowIter
+}
+
+func (it *streamIter) Next(ctx *sql.Context) (sql.Row, error) {
+	if it.i < len(it.rows) {
+		it.i++
+		return it.rows[it.i-1], nil
+	}
+	r, err := it.rest.Next(ctx)
+	if err != nil && err != io.EOF {
+		it.e.abandon(ctx, it.sess)
+		return nil, mysqlErr(err)
+	}
+	return r, err
+}
+
+func (it *streamIter) Close(ctx *sql.Context) error {
+	if err := it.rest.Close(ctx); err != nil {
+		it.e.abandon(ctx, it.sess)
+		return mysqlErr(err)
+	}
+	return nil
 }
 
 // runInTxn runs a statement of an explicit transaction (or a transaction
@@ -202,6 +239,53 @@ func (e *Engine) abandon(ctx *sql.Context, sess *session.Session) {
 	ctx.SetIgnoreAutoCommit(false)
 }
 
+// Statement is a statement run outside Run, between BeforeStatement and
+// AfterError.
+type Statement struct {
+	sess *session.Session
+	tx   *session.Txn
+	mark int
+}
+
+// BeforeStatement prepares a session for a statement run outside Run (by
+// GMS's server handler, through an Interceptor): it forgets what an
+// earlier failed statement left, sets the statement's flags, refreshes the
+// catalog before statements that only read it, and marks the transaction so
+// that AfterError can undo the statement. Run does the same, and retries.
+func (e *Engine) BeforeStatement(ctx *sql.Context, parsed sqlparser.Statement, query string) (*Statement, error) {
+	sess, ok := session.FromContext(ctx)
+	if !ok {
+		return nil, errors.New("engine: the session is not an Augustus session")
+	}
+	flags, err := StatementFlags(parsed)
+	if err != nil {
+		return nil, mysqlErr(err)
+	}
+	if listsCatalog(parsed, query) {
+		e.Provider.Refresh(ctx)
+	}
+	e.beforeStatement(ctx, sess)
+	sess.SetFlags(flags)
+	st := &Statement{sess: sess, mark: -1}
+	if gt := ctx.GetTransaction(); gt != nil {
+		if st.tx, _ = gt.(*session.Txn); st.tx != nil {
+			st.mark = st.tx.Mark()
+		}
+	}
+	return st, nil
+}
+
+// AfterError cleans the session up after the statement failed (as Run does:
+// the statement's writes undone, the transaction ended on 1213, an
+// autocommit transaction dropped) and returns the error as the MySQL error
+// a client should see.
+func (e *Engine) AfterError(ctx *sql.Context, st *Statement, err error) error {
+	if st != nil {
+		e.failed(ctx, st.sess, st.tx, st.mark, err)
+	}
+	return mysqlErr(err)
+}
+
 // beforeStatement forgets what an earlier failed statement left: GMS keeps
 // a transaction after some errors without rolling it back, which in
 // autocommit mode would carry its reads and writes into this statement.
@@ -215,9 +299,11 @@ func (e *Engine) beforeStatement(ctx *sql.Context, sess *session.Session) {
 	}
 }
 
-// listsCatalog reports statements that read the catalog and no table data.
+// listsCatalog reports statements that read the catalog and no table data
+// (SHOW, EXPLAIN, information_schema).
 func listsCatalog(s sqlparser.Statement, query string) bool {
-	if _, ok := s.(*sqlparser.Show); ok {
+	switch s.(type) {
+	case *sqlparser.Show, *sqlparser.Explain:
 		return true
 	}
 	return len(query) > 18 && strings.Contains(strings.ToLower(query), "information_schema")
@@ -234,9 +320,11 @@ func isControl(s sqlparser.Statement) bool {
 	return false
 }
 
-// flagsOf reads from the parsed statement what GMS does not tell the
-// backend.
-func flagsOf(s sqlparser.Statement) (session.Flags, error) {
+// StatementFlags reads from a parsed statement what GMS does not tell the
+// backend (placement, duplicate checks, TRUNCATE). Run sets them on the
+// session; a front-end that drives GMS's own server handler instead sets
+// them from its Interceptor (session.SetFlags) before the statement runs.
+func StatementFlags(s sqlparser.Statement) (session.Flags, error) {
 	var f session.Flags
 	switch st := s.(type) {
 	case *sqlparser.Insert:

@@ -35,15 +35,20 @@
 // # Results and memory
 //
 // engine.Run holds the rows of an autocommit statement until it has
-// committed, so that a conflict can be retried before the client saw a row;
-// it refuses a result larger than its cap with a clear error (see
-// engine.Config). The handler then sends rows in batches of 128. In an
-// explicit transaction rows stream from the scan; the handler holds the first
-// SendBuffer bytes before it sends anything, so a statement whose result fits
-// reports a late error as an error packet. An error after rows were sent can
-// only close the connection (vitess has no error after a partial result; the
-// client sees 2013), and the session's transaction is then lost, so nothing
-// of it is applied.
+// committed, so that a conflict can be retried before the client saw a row
+// — at most engine.Config.RetryRows rows (`augustus gateway --retry-rows`,
+// 4096 by default); a larger result streams past that point, and a conflict
+// found after it is not retried. The handler then sends rows in batches of
+// 128, holding the first SendBuffer bytes (1 MiB) before it sends anything,
+// so that an error of a statement whose result fits there reaches the client
+// as an error packet. Past that, rows are on the wire and an error can only
+// close the connection: vitess has no error after a partial result, and the
+// client sees 2013 (lost connection). The session's transaction goes with
+// the connection, so nothing of it is applied. The same holds for the
+// streamed rows of a statement in an explicit transaction. The memory a
+// statement can hold in the gateway is thus about RetryRows rows plus
+// SendBuffer bytes, besides what its SQL transaction read (the read cache
+// that its COMMIT guards, pkg/sql/session).
 //
 // # The fast path hook
 //

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"sort"
 
 	"github.com/augustus-db/augustus/pkg/txn"
 )
@@ -14,8 +15,14 @@ import (
 // answered from the cache; every chunk read is recorded for the commit's
 // range guards.
 type Scanner struct {
-	t          *Txn
-	pos, end   []byte
+	t        *Txn
+	pos, end []byte
+	// writes are the transaction's writes in the span when the scan began:
+	// a statement's scan must not see the rows the statement itself writes
+	// (an UPDATE moving rows ahead of its scan would move them again: the
+	// Halloween problem).
+	writes     []write
+	wkeys      []string
 	chunk      int
 	done       bool
 	out        []txn.KV
@@ -26,7 +33,12 @@ type Scanner struct {
 // Scan returns a scanner over [start, end) (end nil: unbounded).
 func (t *Txn) Scan(start, end []byte) *Scanner {
 	t.active()
-	return &Scanner{t: t, pos: start, end: end, chunk: t.s.env.firstChunk()}
+	s := &Scanner{t: t, pos: start, end: end, chunk: t.s.env.firstChunk()}
+	for _, k := range t.writesIn(start, end) {
+		s.wkeys = append(s.wkeys, k)
+		s.writes = append(s.writes, *t.writes[k])
+	}
+	return s
 }
 
 // Chunks returns the read-ranges the scan sent so far.
@@ -62,7 +74,7 @@ func (s *Scanner) fill(ctx context.Context) error {
 		if upto != nil {
 			hi = r.search(upto)
 		}
-		s.out = t.overlay(s.out, r.entries[lo:hi], s.pos, upto)
+		s.out = s.overlay(s.out, r.entries[lo:hi], s.pos, upto)
 		s.advance(upto)
 		return nil
 	}
@@ -81,7 +93,7 @@ func (s *Scanner) fill(ctx context.Context) error {
 		covered = r.Next
 	}
 	t.recordRange(s.pos, covered, r.Entries)
-	s.out = t.overlay(s.out, r.Entries, s.pos, covered)
+	s.out = s.overlay(s.out, r.Entries, s.pos, covered)
 	s.chunk = min(2*s.chunk, lim.MaxRangeLimit)
 	s.advance(covered)
 	return nil
@@ -106,4 +118,32 @@ func (r *rangeRead) search(key []byte) int {
 		}
 	}
 	return lo
+}
+
+// overlay merges the store's entries of [start, end) with the writes the
+// transaction had there when the scan began (read-your-writes): a written
+// key shows its new value or is gone.
+func (s *Scanner) overlay(dst []txn.KV, entries []txn.KV, start, end []byte) []txn.KV {
+	i0 := sort.SearchStrings(s.wkeys, string(start))
+	j0 := len(s.wkeys)
+	if end != nil {
+		j0 = sort.SearchStrings(s.wkeys, string(end))
+	}
+	i, j := 0, i0
+	for i < len(entries) || j < j0 {
+		switch {
+		case j == j0 || i < len(entries) && bytes.Compare(entries[i].Key, []byte(s.wkeys[j])) < 0:
+			dst = append(dst, entries[i])
+			i++
+		default:
+			if i < len(entries) && bytes.Equal(entries[i].Key, []byte(s.wkeys[j])) {
+				i++
+			}
+			if w := &s.writes[j]; w.present {
+				dst = append(dst, txn.KV{Key: []byte(s.wkeys[j]), Value: w.value})
+			}
+			j++
+		}
+	}
+	return dst
 }

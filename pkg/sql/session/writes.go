@@ -1,11 +1,8 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"sort"
-
-	"github.com/augustus-db/augustus/pkg/txn"
 )
 
 // write is a buffered write of one key: what the store held before (its
@@ -199,28 +196,4 @@ func (t *Txn) writesIn(start, end []byte) []string {
 		return nil
 	}
 	return t.wkeys[i:j]
-}
-
-// overlay merges the store's entries of a span with the transaction's
-// writes in it (read-your-writes): a written key shows its new value or is
-// gone.
-func (t *Txn) overlay(dst []txn.KV, entries []txn.KV, start, end []byte) []txn.KV {
-	ws := t.writesIn(start, end)
-	i, j := 0, 0
-	for i < len(entries) || j < len(ws) {
-		switch {
-		case j == len(ws) || i < len(entries) && bytes.Compare(entries[i].Key, []byte(ws[j])) < 0:
-			dst = append(dst, entries[i])
-			i++
-		default:
-			if i < len(entries) && bytes.Equal(entries[i].Key, []byte(ws[j])) {
-				i++
-			}
-			if w := t.writes[ws[j]]; w.present {
-				dst = append(dst, txn.KV{Key: []byte(ws[j]), Value: w.value})
-			}
-			j++
-		}
-	}
-	return dst
 }

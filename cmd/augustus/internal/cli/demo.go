@@ -20,7 +20,6 @@ import (
 
 	"github.com/augustus-db/augustus/pkg/bft"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
-	"github.com/augustus-db/augustus/pkg/sql/engine"
 	"github.com/augustus-db/augustus/pkg/txn/coord"
 	"github.com/augustus-db/augustus/pkg/txn/oracle"
 )
@@ -280,7 +279,7 @@ func demoGateway(ctx context.Context, o demoOptions, c *cluster.Cluster, cl *coo
 	logger := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	gw, err := startGateway(ctx, gatewayParams{
 		client: cl, listener: lis, users: gatewayUsers(c), logger: logger, registerer: reg,
-		maxConns: 200, maxResult: engine.DefaultMaxResultBytes,
+		maxConns: 200,
 	})
 	if err != nil {
 		_ = f.Close()

@@ -37,7 +37,7 @@ type gatewayOptions struct {
 	metricsAddr    string
 	logLevel       string
 	maxConns       uint64
-	maxResult      byteSize
+	retryRows      int
 	drain          time.Duration
 	connectTimeout time.Duration
 }
@@ -47,7 +47,7 @@ type gatewayOptions struct {
 const defaultMySQLAddr = "127.0.0.1:3306"
 
 func newGatewayCommand() *cobra.Command {
-	o := gatewayOptions{maxResult: byteSize{v: engine.DefaultMaxResultBytes, min: 1 << 20, max: 1 << 40}}
+	o := gatewayOptions{}
 	cmd := &cobra.Command{
 		Use:   "gateway --dir DIR [--listen HOST:PORT]",
 		Short: "Serve SQL over the MySQL protocol on the cluster in DIR",
@@ -65,10 +65,11 @@ caching_sha2_password accounts are supported; caching_sha2_password needs TLS
 
 Every transaction is SERIALIZABLE. An autocommit statement that meets a
 conflicting transaction is retried inside the gateway before the client sees
-anything; it holds the rows of its result until it commits, at most
---max-result-bytes (a larger result fails with a message saying to read it
-in pages, or inside BEGIN ... COMMIT, where rows stream). In an explicit
-transaction a conflict surfaces as error 1213 and the client retries.
+anything: it holds the rows of its result until it commits, at most
+--retry-rows of them; a larger result streams past that point, and a
+conflict found after it reaches the client (error 1213 if the gateway had
+sent nothing yet, else a closed connection, 2013). In an explicit transaction
+a conflict surfaces as error 1213 and the client restarts the transaction.
 
 Schema changes (CREATE, ALTER, DROP, ...) need an admin key of the cluster
 (--admin admin0); without one the gateway refuses them and serves everything
@@ -104,7 +105,7 @@ ends without committing.`,
 	fl.StringVar(&o.metricsAddr, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics on (default: none)")
 	fl.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (on stderr)")
 	fl.Uint64Var(&o.maxConns, "max-connections", 1000, "most client connections at once (0: no bound)")
-	fl.Var(&o.maxResult, "max-result-bytes", "most bytes of rows an autocommit statement holds until it commits")
+	fl.IntVar(&o.retryRows, "retry-rows", 4096, "most rows of an autocommit statement's result held until it commits, so that a conflict can be retried (> 0)")
 	fl.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running statements get to finish")
 	fl.DurationVar(&o.connectTimeout, "connect-timeout", 60*time.Second, "how long to wait at start for every group to answer")
 	_ = cmd.MarkFlagRequired("dir")
@@ -127,6 +128,9 @@ func runGateway(ctx context.Context, stdout, stderr io.Writer, o gatewayOptions)
 		if err := checkPositive(d.flag, d.v, d.what); err != nil {
 			return err
 		}
+	}
+	if o.retryRows < 1 {
+		return fmt.Errorf("--retry-rows %d: must be positive", o.retryRows)
 	}
 	tlsCfg, err := gatewayTLS(o.tlsCert, o.tlsKey, o.requireTLS)
 	if err != nil {
@@ -206,7 +210,7 @@ func runGateway(ctx context.Context, stdout, stderr io.Writer, o gatewayOptions)
 
 	gw, err := startGateway(ctx, gatewayParams{
 		client: cl, listener: lis, users: users, tls: tlsCfg, requireTLS: o.requireTLS,
-		logger: logger, registerer: reg, maxConns: o.maxConns, maxResult: int64(o.maxResult.v),
+		logger: logger, registerer: reg, maxConns: o.maxConns, retryRows: o.retryRows,
 	})
 	if err != nil {
 		return err
@@ -259,7 +263,7 @@ type gatewayParams struct {
 	logger     *slog.Logger
 	registerer prometheus.Registerer
 	maxConns   uint64
-	maxResult  int64
+	retryRows  int // 0: the engine's default
 }
 
 // runningGateway is a started gateway and its engine.
@@ -276,7 +280,7 @@ func startGateway(ctx context.Context, p gatewayParams) (*runningGateway, error)
 	gateway.RouteLibraryLogs(p.logger)
 	metrics := gateway.NewMetrics(p.registerer)
 	eng, err := engine.New(ctx, engine.Config{
-		Client: p.client, Logger: p.logger, MaxResultBytes: p.maxResult, OnRetry: metrics.Retried,
+		Client: p.client, Logger: p.logger, RetryRows: p.retryRows, OnRetry: metrics.Retried,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -29,7 +29,7 @@ func TestGatewayRefusesBadFlagsAtOnce(t *testing.T) {
 		{[]string{"--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"--admin", "admin7"}, `--admin "admin7"`},
 		{[]string{"--client", "client9"}, `--client "client9"`},
-		{[]string{"--max-result-bytes", "1KiB"}, "out of range"},
+		{[]string{"--retry-rows", "0"}, "--retry-rows 0: must be positive"},
 	} {
 		code, _, stderr := runMainWithin(t, 30*time.Second, append([]string{"gateway", "--dir", dir, "--listen", "127.0.0.1:0"}, tc.args...)...)
 		require.Equal(t, 1, code, tc.args)
