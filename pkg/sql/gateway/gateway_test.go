@@ -12,6 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dolthub/go-mysql-server/server"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+	"github.com/dolthub/vitess/go/vt/sqlparser"
 	gosql "github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -417,4 +422,63 @@ func TestAutocommitConflictsAreRetriedInsideTheGateway(t *testing.T) {
 	_, err := c.ExecContext(context.Background(), "UPDATE d.t SET v = v + 1 WHERE id = 1")
 	require.EqualValues(t, 1213, mysqlCode(err), "%v", err)
 	exec(t, c, "ROLLBACK")
+}
+
+// fastPath is an Interceptor of the kind the fast path will be: it answers
+// the statements it knows and passes the rest down the chain to the
+// gateway's handler.
+type fastPath struct {
+	m        *Metrics
+	answered int
+}
+
+func (f *fastPath) Priority() int { return 0 }
+
+func (f *fastPath) Query(ctx context.Context, chain server.Chain, c *mysql.Conn, query string, callback func(*sqltypes.Result, bool) error) error {
+	if query != "SELECT 'fast'" {
+		return chain.ComQuery(ctx, c, query, callback)
+	}
+	f.answered++
+	start := time.Now()
+	err := callback(&sqltypes.Result{
+		Fields: []*querypb.Field{{Name: "fast", Type: sqltypes.VarChar, Charset: 255}},
+		Rows:   [][]sqltypes.Value{{sqltypes.NewVarChar("answered without GMS")}},
+	}, false)
+	f.m.Observe(KindSelect, PathFast, time.Since(start), err)
+	return err
+}
+
+func (f *fastPath) ParsedQuery(chain server.Chain, c *mysql.Conn, query string, parsed sqlparser.Statement, callback func(*sqltypes.Result, bool) error) error {
+	return chain.ComQuery(context.Background(), c, query, callback)
+}
+
+func (f *fastPath) MultiQuery(ctx context.Context, chain server.Chain, c *mysql.Conn, query string, callback func(*sqltypes.Result, bool) error) (string, error) {
+	return chain.ComMultiQuery(ctx, c, query, callback)
+}
+
+func (f *fastPath) Prepare(ctx context.Context, chain server.Chain, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
+	return chain.ComPrepare(ctx, c, query, prepare)
+}
+
+func (f *fastPath) StmtExecute(ctx context.Context, chain server.Chain, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
+	return chain.ComStmtExecute(ctx, c, prepare, callback)
+}
+
+// The Interceptor slot sees statements before the gateway's handler: what
+// it answers never reaches GMS, what it passes on runs as usual.
+func TestInterceptorsRunBeforeTheHandler(t *testing.T) {
+	var fp fastPath
+	tg := newTestGateway(t, gwOptions{cfg: func(c *Config) {
+		fp.m = c.Metrics
+		c.Interceptors = []server.Interceptor{&fp}
+	}})
+	db := tg.open(t, tg.dsn("root", "", ""))
+	var s string
+	require.NoError(t, db.QueryRow("SELECT 'fast'").Scan(&s))
+	require.Equal(t, "answered without GMS", s)
+	require.NoError(t, db.QueryRow("SELECT 'slow'").Scan(&s))
+	require.Equal(t, "slow", s)
+	require.Equal(t, 1, fp.answered)
+	require.Equal(t, 1.0, testutil.ToFloat64(tg.g.metrics.statements.WithLabelValues("select", "fast")))
+	require.Equal(t, 1.0, testutil.ToFloat64(tg.g.metrics.statements.WithLabelValues("select", "engine")))
 }
