@@ -55,8 +55,9 @@ import (
 // The social graph is the paper's: --items users (default 100,000, the
 // paper's), each following 1 to 20 others drawn uniformly, the number of
 // followees Zipf-distributed with skew 1 over 1..20 ("a Zipf distribution
-// with a size of 20 and a skew of 1, shifted by one": half the users
-// follow up to 4, 95 % up to 17). It is generated from a fixed seed, so
+// with a size of 20 and a skew of 1, shifted by one": 58 % of the users
+// follow up to 4 and 95.6 % up to 17, the paper's "50 %" and "95 %"). It
+// is generated from a fixed seed, so
 // every process sees the same graph: --load inserts it (accounts, friends
 // and followers), a later process knows which follows exist without
 // reading them. As in the paper, post and follow need no load; timeline
@@ -346,20 +347,32 @@ type buzzerCaller struct {
 
 func (c *buzzerCaller) Do(ctx context.Context) Outcome {
 	w := c.w
-	switch n := c.rng.IntN(1000); {
-	case n < w.mix[0]:
+	switch c.draw() {
+	case opTimeline:
 		return w.timeline(ctx, c.rng.IntN(w.users))
-	case n < w.mix[0]+w.mix[1]:
-		return w.post(ctx, c.rng.IntN(w.users), c.rng)
+	case opPost:
+		return w.post(ctx, c.rng.IntN(w.users))
 	default:
 		return w.follow(ctx, c.rng)
 	}
 }
 
-// post inserts a post of u.
-func (w *buzzer) post(ctx context.Context, u int, rng *rand.Rand) Outcome {
+// draw draws the next operation by the mix.
+func (c *buzzerCaller) draw() string {
+	switch n := c.rng.IntN(1000); {
+	case n < c.w.mix[0]:
+		return opTimeline
+	case n < c.w.mix[0]+c.w.mix[1]:
+		return opPost
+	}
+	return opFollow
+}
+
+// post inserts a post of u; its text starts with its time (8 bytes,
+// big-endian microseconds).
+func (w *buzzer) post(ctx context.Context, u int) Outcome {
 	micros := w.nextMicros()
-	_, err := w.env.do(ctx, coord.Ops{{Kind: txn.OpInsert, Key: w.postKey(u, micros), Value: benchValue(w.postSize, rng.Uint64())}}, coord.Options{})
+	_, err := w.env.do(ctx, coord.Ops{{Kind: txn.OpInsert, Key: w.postKey(u, micros), Value: benchValue(w.postSize, uint64(micros))}}, coord.Options{})
 	return Outcome{Err: err, Kind: opPost, Groups: 1}
 }
 
@@ -543,7 +556,8 @@ type GraphStats struct {
 	Users   int `json:"users"`
 	Follows int `json:"follows"`
 	// FollowsP50 and FollowsP95: half the users follow at most FollowsP50
-	// others, 95 % at most FollowsP95 (the paper: 4 and 17).
+	// others, 95 % at most FollowsP95 (3 and 17 for the paper's
+	// distribution).
 	FollowsP50 int `json:"follows_p50"`
 	FollowsP95 int `json:"follows_p95"`
 	MaxFollows int `json:"max_follows"`
