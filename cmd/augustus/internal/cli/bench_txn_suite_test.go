@@ -528,7 +528,7 @@ const handWrittenMarker = "<!-- written by hand below: make bench-txn keeps it -
 
 const suiteNotes = `## How these numbers are made
 
-- ` + "`augustus bench --workload A|B|C|D|bank`" + ` (cmd/augustus/internal/cli/bench_txn*.go) against a cluster from
+- ` + "`augustus bench --workload A|B|C|D|bank`" + ` (cmd/augustus/internal/bench: table3.go, bank.go, txn*.go) against a cluster from
   ` + "`augustus init --groups N`" + ` started with ` + "`augustus start --app txn`" + `; one bench process, one client key, all
   correct callers sharing one coord.Client (calls of concurrent transactions share signed envelopes).
 - A–D are Table 3 of the paper in its exact shape ("paper": one transaction of reads and blind writes;
