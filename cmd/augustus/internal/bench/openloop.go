@@ -51,7 +51,7 @@ func (r *runner) startOpenLoop(ctx context.Context, callers []Caller, st *runSta
 	}
 	wg.Go(func() {
 		defer close(due)
-		s.run(ctx, r.rate, time.Now(), due, &st.phase)
+		s.run(ctx, r.rate, time.Now(), due, &st.phase, st.done)
 	})
 	return s
 }
@@ -62,9 +62,9 @@ func dueAt(start time.Time, rate float64, k int64) time.Time {
 	return start.Add(time.Duration(float64(k) * float64(time.Second) / rate))
 }
 
-// run hands out due times until the interval ends (phase done) or ctx
-// ends.
-func (s *schedule) run(ctx context.Context, rate float64, start time.Time, due chan<- time.Time, phase *atomic.Int32) {
+// run hands out due times until the interval ends (phase done, done
+// closed) or ctx ends.
+func (s *schedule) run(ctx context.Context, rate float64, start time.Time, due chan<- time.Time, phase *atomic.Int32, done <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -75,6 +75,8 @@ func (s *schedule) run(ctx context.Context, rate float64, start time.Time, due c
 			timer.Reset(wait)
 			select {
 			case <-ctx.Done():
+				return
+			case <-done:
 				return
 			case <-timer.C:
 			}

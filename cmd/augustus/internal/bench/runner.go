@@ -195,7 +195,7 @@ func (r *runner) run(ctx context.Context, w Workload, rc RunConfig) (*measured, 
 	// interrupt), and what is still pending then is outstanding.
 	runCtx, stopCallers := context.WithCancel(ctx)
 	defer stopCallers()
-	st := &runState{w: w, rec: newRecorder(), fatal: newAbort()}
+	st := &runState{w: w, rec: newRecorder(), fatal: newAbort(), done: make(chan struct{})}
 	var wg sync.WaitGroup
 	var sched *schedule
 	if r.rate > 0 {
@@ -229,6 +229,7 @@ func (r *runner) run(ctx context.Context, w Workload, rc RunConfig) (*measured, 
 	st.phase.Store(phaseMeasure)
 	err := waitInterval(ctx, r.duration, st.fatal, func() { prog.update(time.Since(t0), st.rec.completed.Load()) })
 	st.phase.Store(phaseDone)
+	close(st.done)
 	elapsed := time.Since(t0)
 	prog.finish()
 	if r.end != nil {
@@ -267,6 +268,8 @@ type runState struct {
 	// fatal ends the run at the first invocation the workload classifies
 	// as Fatal.
 	fatal *abort
+	// done is closed when the interval ends (phase done).
+	done chan struct{}
 }
 
 // invoke runs one invocation that was due at due and records it; false

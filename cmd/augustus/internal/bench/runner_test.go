@@ -267,7 +267,8 @@ func TestOpenLoopCatchesUpAfterALateWakeUp(t *testing.T) {
 		}
 		synctest.Wait() // the five callers wait for work
 		s := &schedule{}
-		go s.run(ctx, 100, start, due, &phase)
+		done := make(chan struct{})
+		go s.run(ctx, 100, start, due, &phase, done)
 		synctest.Wait()
 		require.Len(t, got, 5)
 		var dues []time.Time
@@ -284,6 +285,7 @@ func TestOpenLoopCatchesUpAfterALateWakeUp(t *testing.T) {
 		require.Equal(t, int64(11), s.scheduled.Load())
 		require.Equal(t, int64(6), s.missed.Load())
 		phase.Store(phaseDone)
+		close(done)
 		time.Sleep(20 * time.Millisecond)
 		require.Equal(t, int64(11), s.scheduled.Load(), "nothing falls due after the interval")
 	})
@@ -299,5 +301,18 @@ func TestLatencyCountsFromTheDueTime(t *testing.T) {
 		r := testRunner(1, 100, time.Second)
 		require.True(t, r.invoke(t.Context(), &fakeCaller{w: w}, time.Now().Add(-100*time.Millisecond), st))
 		require.InDelta(t, 101_000, st.rec.m.hist.Max(), 100)
+	})
+}
+
+// At a rate slower than the interval, the scheduler does not hold the run
+// past its end waiting for a start that would fall due after it.
+func TestOpenLoopEndsWithTheInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &fakeWorkload{do: func(ctx context.Context, _ int) Outcome { return Outcome{Err: sleepFor(ctx, time.Millisecond)} }}
+		start := time.Now()
+		m, err := testRunner(2, 0.2, time.Second).run(t.Context(), w, RunConfig{})
+		require.NoError(t, err)
+		require.Zero(t, m.scheduled, "the first start falls due after 5 s")
+		require.Less(t, time.Since(start), 1100*time.Millisecond)
 	})
 }
