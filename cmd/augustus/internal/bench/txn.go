@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -240,7 +241,7 @@ func runTxn(ctx context.Context, stdout, stderr io.Writer, o *Options, h Host, s
 	if err := w.Setup(runs); err != nil {
 		return err
 	}
-	if _, ok := w.(abandoner); !ok && slicesMax(byzs) > 0 {
+	if _, ok := w.(abandoner); !ok && slices.Max(byzs) > 0 {
 		return fmt.Errorf("--byzantine: the %s workload has no Byzantine callers", o.workload)
 	}
 	if err := env.connect(ctx); err != nil {
@@ -312,14 +313,6 @@ func runTxn(ctx context.Context, stdout, stderr io.Writer, o *Options, h Host, s
 		return fmt.Errorf("bench failed: %s", strings.Join(problems, "; "))
 	}
 	return nil
-}
-
-func slicesMax(xs []int) int {
-	m := 0
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
 }
 
 // prepare loads the cluster and the keys: everything the workload's Setup
