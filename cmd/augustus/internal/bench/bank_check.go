@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/augustus-db/augustus/pkg/txn/txntest/history"
 )
 
-// bankReport is the bank's end-of-run checks.
-type bankReport struct {
+// BankReport is the bank's end-of-run checks.
+type BankReport struct {
 	Accounts int `json:"accounts"`
 	// Total is the sum of the balances read in one transaction at the end;
 	// Expected is accounts × the initial balance.
@@ -34,11 +34,23 @@ type bankReport struct {
 	Problems  []string `json:"problems,omitempty"`
 }
 
-// bankFinish reads the total, writes the history and checks it.
-func (b *txnBench) bankFinish(ctx context.Context) (*bankReport, error) {
-	s := b.bank
-	rep := &bankReport{Accounts: s.ks.items, Expected: s.ks.items * bankInitial}
-	total, err := s.readTotal(ctx, b)
+// finish reads the total, writes the history and checks it, into
+// rep.Bank, and prints the checks.
+func (s *bank) finish(ctx context.Context, r *TxnReport) error {
+	rep, err := s.checks(ctx)
+	r.Bank = rep
+	if err != nil {
+		return err
+	}
+	printBankReport(s.env.stdout, rep)
+	return nil
+}
+
+// checks reads the total, writes the history and checks it.
+func (s *bank) checks(ctx context.Context) (*BankReport, error) {
+	b := s.env
+	rep := &BankReport{Accounts: s.ks.items, Expected: s.ks.items * BankInitial}
+	total, err := s.readTotal(ctx)
 	if err != nil {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("the final total could not be read: %v", err))
 	} else {
@@ -54,16 +66,16 @@ func (b *txnBench) bankFinish(ctx context.Context) (*bankReport, error) {
 	h := s.rec.History()
 	rep.HistoryOps = len(h)
 	rep.Processes = fmt.Sprintf("p%d..p%d", s.base, s.maxProc)
-	if b.t.history != "" {
+	if s.f.history != "" {
 		comment := fmt.Sprintf("augustus bench --workload bank: %d accounts, %d groups, processes %s, %s\nmerge with other processes' files: augustus bench --dir DIR --check-history a.txt --check-history b.txt",
 			s.ks.items, len(b.c.Groups), rep.Processes, time.Now().UTC().Format(time.RFC3339))
-		if err := history.WriteFile(b.t.history, h, comment); err != nil {
+		if err := history.WriteFile(s.f.history, h, comment); err != nil {
 			return rep, fmt.Errorf("--history: %w", err)
 		}
-		rep.History = b.t.history
-		fmt.Fprintf(b.stderr, "bench: wrote the history (%d ops, processes %s) to %s\n", len(h), rep.Processes, b.t.history)
+		rep.History = s.f.history
+		fmt.Fprintf(b.stderr, "bench: wrote the history (%d ops, processes %s) to %s\n", len(h), rep.Processes, s.f.history)
 	}
-	if b.t.check {
+	if s.f.check {
 		res, err := checkHistory(h)
 		if err != nil {
 			rep.Problems = append(rep.Problems, err.Error())
@@ -82,8 +94,8 @@ func (b *txnBench) bankFinish(ctx context.Context) (*bankReport, error) {
 
 // readTotal reads every account in one transaction (multi-group read-only
 // when the accounts span groups: one consistent cut) and sums them.
-func (s *bankState) readTotal(ctx context.Context, b *txnBench) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.o.callTimeout)
+func (s *bank) readTotal(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.env.o.callTimeout)
 	defer cancel()
 	ops := make(coord.Ops, s.ks.items)
 	mops := make([]history.MicroOp, s.ks.items)
@@ -93,7 +105,7 @@ func (s *bankState) readTotal(ctx context.Context, b *txnBench) (int, error) {
 		mops[i] = history.Read(string(k))
 	}
 	h := s.invoke(s.maxProc, mops...)
-	res, err := b.cl.Do(ctx, ops, coord.Options{})
+	res, err := s.env.do(ctx, ops, coord.Options{})
 	if err != nil {
 		s.complete(h, outcomeOf(err), nil)
 		return 0, err
@@ -170,8 +182,8 @@ func runCheckHistory(stdout io.Writer, files []string) error {
 }
 
 // printBankReport writes the bank's checks.
-func printBankReport(w io.Writer, r *bankReport) {
-	fmt.Fprintf(w, "bank: %d accounts, total %d (want %d): %s\n", r.Accounts, r.Total, r.Expected, okText(r.TotalOK))
+func printBankReport(w io.Writer, r *BankReport) {
+	fmt.Fprintf(w, "bank: %d accounts, total %d (want %d): %s\n", r.Accounts, r.Total, r.Expected, OKText(r.TotalOK))
 	if r.History != "" {
 		fmt.Fprintf(w, "bank: history of %d ops (processes %s) in %s\n", r.HistoryOps, r.Processes, r.History)
 	}
@@ -184,7 +196,8 @@ func printBankReport(w io.Writer, r *bankReport) {
 	}
 }
 
-func okText(ok bool) string {
+// OKText is "ok" or "WRONG".
+func OKText(ok bool) string {
 	if ok {
 		return "ok"
 	}

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -12,8 +12,10 @@ import (
 	"github.com/augustus-db/augustus/pkg/txn/coord"
 )
 
-// loadResult is what the --load step did.
-type loadResult struct {
+// LoadResult is what the --load step did.
+type LoadResult struct {
+	// Items is what was loaded: items (A–D), accounts (bank), keys
+	// (buzzer: accounts, follows and followers; Graph says more).
 	Items          int     `json:"items"`
 	Inserted       int64   `json:"inserted"`
 	Existing       int64   `json:"existing"`
@@ -27,22 +29,24 @@ type loadResult struct {
 	// compactions (settleAfterLoad), and Settle how that ended.
 	SettleSeconds float64 `json:"settle_seconds"`
 	Settle        string  `json:"settle,omitempty"`
+	// Graph describes the social graph the buzzer workload loaded.
+	Graph *GraphStats `json:"graph,omitempty"`
 }
 
 // loadRetries bounds the attempts of one loading transaction that fails
 // for another reason than an abort (a timeout while replicas restart).
 const loadRetries = 5
 
-// loadBatchSize is --load-batch, or the default for the value size: 500
-// inserts of small values, fewer of large ones, so that one transaction
-// stays well under the limits (MaxOps, MaxTxnBytes).
-func (b *txnBench) loadBatchSize() int {
-	if b.t.loadBatch > 0 {
-		return b.t.loadBatch
+// loadBatchSize is --load-batch, or the default for values of vsize bytes:
+// 500 inserts of small values, fewer of large ones, so that one
+// transaction stays well under the limits (MaxOps, MaxTxnBytes).
+func (e *txnEnv) loadBatchSize(vsize int) int {
+	if e.t.loadBatch > 0 {
+		return e.t.loadBatch
 	}
 	n := 500
-	if per := b.vsize + 16; n*per > b.limits.MaxTxnBytes/4 {
-		n = max(1, b.limits.MaxTxnBytes/4/per)
+	if per := vsize + 16; n*per > e.limits.MaxTxnBytes/4 {
+		n = max(1, e.limits.MaxTxnBytes/4/per)
 	}
 	return n
 }
@@ -60,7 +64,12 @@ func loadUnits(ks *keySpace, batch int) []itemSpan {
 			}
 		}
 	}
-	var out []itemSpan
+	return interleave(per)
+}
+
+// interleave takes one unit of each group in turn.
+func interleave[T any](per [][]T) []T {
+	var out []T
 	for i := 0; ; i++ {
 		added := false
 		for gi := range per {
@@ -75,33 +84,25 @@ func loadUnits(ks *keySpace, batch int) []itemSpan {
 	}
 }
 
-// loadStep loads the database: every item inserted with a value of the
-// workload's size; items that exist already are left as they are (a second
-// --load completes an interrupted one). The bank (re)sets its accounts
-// instead (bankState.load).
-func (b *txnBench) loadStep(ctx context.Context) (*loadResult, error) {
-	if b.bank != nil {
-		return b.bank.load(ctx, b)
-	}
-	batch := b.loadBatchSize()
-	units := loadUnits(b.ks, batch)
-	res := &loadResult{Items: b.ks.items, Batch: batch, InFlight: b.t.loadClients}
-	fmt.Fprintf(b.stderr, "bench: loading %d items (%d-byte values) in %d transactions of up to %d inserts, %d in flight\n",
-		b.ks.items, b.vsize, len(units), batch, b.t.loadClients)
+// loadKVs inserts the key-value pairs of units, each unit in one
+// transaction of one group, with --load-clients of them in flight; pairs
+// whose key exists already are left as they are (a second --load
+// completes an interrupted one). total is the number of pairs, noun what
+// they are called in the progress lines.
+func (e *txnEnv) loadKVs(ctx context.Context, units []func() []txn.KV, total int, noun string, batch int) (*LoadResult, error) {
+	res := &LoadResult{Items: total, Batch: batch, InFlight: e.t.loadClients}
 	start := time.Now()
-	work := make(chan itemSpan)
+	work := make(chan func() []txn.KV)
 	var inserted, existing, txns atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
 	loadCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	for range b.t.loadClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range e.t.loadClients {
+		wg.Go(func() {
 			for u := range work {
-				ins, ex, n, err := b.loadUnit(loadCtx, u)
+				ins, ex, n, err := e.loadUnit(loadCtx, u())
 				inserted.Add(int64(ins))
 				existing.Add(int64(ex))
 				txns.Add(int64(n))
@@ -110,7 +111,7 @@ func (b *txnBench) loadStep(ctx context.Context) (*loadResult, error) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	tick := time.NewTicker(progressInterval)
 	defer tick.Stop()
@@ -124,7 +125,7 @@ feed:
 				break feed
 			case <-tick.C:
 				done := inserted.Load() + existing.Load()
-				fmt.Fprintf(b.stderr, "bench: loaded %d/%d items (%.0f items/s)\n", done, b.ks.items, float64(done)/time.Since(start).Seconds())
+				fmt.Fprintf(e.stderr, "bench: loaded %d/%d %s (%.0f %s/s)\n", done, total, noun, float64(done)/time.Since(start).Seconds(), noun)
 			}
 		}
 	}
@@ -140,30 +141,26 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("load interrupted: %w", err)
 	}
-	fmt.Fprintf(b.stderr, "bench: loaded %d items in %.1fs (%.0f items/s; %d inserted, %d there already; load average %s)\n",
-		b.ks.items, res.Seconds, res.ItemsPerSecond, res.Inserted, res.Existing, res.LoadAvgAfter)
+	fmt.Fprintf(e.stderr, "bench: loaded %d %s in %.1fs (%.0f %s/s; %d inserted, %d there already; load average %s)\n",
+		total, noun, res.Seconds, res.ItemsPerSecond, noun, res.Inserted, res.Existing, res.LoadAvgAfter)
 	return res, nil
 }
 
-// loadUnit inserts the items of u in one transaction. If one exists
-// already (a repeated or concurrent load), the transaction aborts as a
-// whole (E5): it then reads the unit's items and inserts only the absent
-// ones.
-func (b *txnBench) loadUnit(ctx context.Context, u itemSpan) (inserted, existing, txns int, err error) {
-	todo := make([]int, 0, u.hi-u.lo)
-	for it := u.lo; it < u.hi; it++ {
-		todo = append(todo, it)
-	}
+// loadUnit inserts kvs in one transaction. If one exists already (a
+// repeated or concurrent load), the transaction aborts as a whole (E5): it
+// then reads the unit's keys and inserts only the absent ones.
+func (e *txnEnv) loadUnit(ctx context.Context, kvs []txn.KV) (inserted, existing, txns int, err error) {
+	todo := kvs
 	for attempt := 0; len(todo) > 0; attempt++ {
 		if attempt >= loadRetries {
-			return inserted, existing, txns, fmt.Errorf("items %d..%d: no success after %d attempts: %w", u.lo, u.hi-1, attempt, err)
+			return inserted, existing, txns, fmt.Errorf("keys %x..%x: no success after %d attempts: %w", kvs[0].Key, kvs[len(kvs)-1].Key, attempt, err)
 		}
 		ops := make([]txn.Op, len(todo))
-		for i, it := range todo {
-			ops[i] = txn.Op{Kind: txn.OpInsert, Key: b.ks.key(it), Value: benchValue(b.vsize, uint64(it))}
+		for i, kv := range todo {
+			ops[i] = txn.Op{Kind: txn.OpInsert, Key: kv.Key, Value: kv.Value}
 		}
 		txns++
-		_, err = b.cl.Do(ctx, coord.Ops(ops), coord.Options{})
+		_, err = e.do(ctx, coord.Ops(ops), coord.Options{})
 		if err == nil {
 			return inserted + len(todo), existing, txns, nil
 		}
@@ -174,21 +171,21 @@ func (b *txnBench) loadUnit(ctx context.Context, u itemSpan) (inserted, existing
 			continue // a conflict past the library's retries, a timeout: again
 		}
 		reads := make([]txn.Op, len(todo))
-		for i, it := range todo {
-			reads[i] = txn.Op{Kind: txn.OpRead, Key: b.ks.key(it)}
+		for i, kv := range todo {
+			reads[i] = txn.Op{Kind: txn.OpRead, Key: kv.Key}
 		}
 		txns++
-		res, rerr := b.cl.Do(ctx, coord.Ops(reads), coord.Options{})
+		res, rerr := e.do(ctx, coord.Ops(reads), coord.Options{})
 		if rerr != nil {
 			err = rerr
 			continue
 		}
-		absent := todo[:0]
-		for i, it := range todo {
+		var absent []txn.KV
+		for i, kv := range todo {
 			if res.Ops[i].Present {
 				existing++
 			} else {
-				absent = append(absent, it)
+				absent = append(absent, kv)
 			}
 		}
 		todo = absent

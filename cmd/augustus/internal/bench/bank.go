@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -6,11 +6,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/augustus-db/augustus/pkg/bft/auth"
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
@@ -19,7 +22,7 @@ import (
 	"github.com/augustus-db/augustus/pkg/txn/txntest/history"
 )
 
-// The bank workload: --items accounts spread over the groups (4-byte item
+// The bank workload (--workload bank): --items accounts spread over the groups (4-byte item
 // keys with the suffix "$acct", so they never meet the A–D items), each
 // holding "balance:tag". A transfer reads two accounts in one read-only
 // transaction, then moves a random amount between them in one update
@@ -46,18 +49,73 @@ import (
 // its writes as blind writes: it must run before any transfer (of any
 // process) starts.
 
-// bankInitial is every account's balance after --load.
-const bankInitial = 1000
+// BankInitial is every account's balance after --load.
+const BankInitial = 1000
 
-// bankState is the bank's state in one bench process.
-type bankState struct {
+// bankFlags are the bank's own flags.
+type bankFlags struct {
+	history      string
+	check        bool
+	checkHistory []string
+	processBase  int
+}
+
+func (f *bankFlags) Check(workload string) error {
+	switch {
+	case f.processBase < 0:
+		return fmt.Errorf("--process-base %d: must not be negative", f.processBase)
+	case (f.history != "" || f.check) && workload != "bank":
+		return fmt.Errorf("--history and --check record the bank workload's register history: use --workload bank")
+	}
+	return nil
+}
+
+// runInstead runs --check-history: check the files and run nothing else.
+func (f *bankFlags) runInstead(stdout io.Writer) (bool, error) {
+	if len(f.checkHistory) == 0 {
+		return false, nil
+	}
+	return true, runCheckHistory(stdout, f.checkHistory)
+}
+
+func init() {
+	register(&Spec{
+		Names: []string{"bank"}, Order: 40, Family: FamilyTxn,
+		Help: `"bank" moves money between --items accounts: read two accounts, then one
+update guarded by cmp on both; --load (re)sets every balance; the total is
+checked in one transaction at the end; --history FILE writes the run's history
+(pkg/txn/txntest/history text format) and --check runs the Elle checker on it;
+several bench processes against one cluster take their own client keys and
+--process-base, and --check-history FILE (repeated) merges and checks their
+files.
+`,
+		Example: `  augustus bench --dir ./c --workload bank --load --items 100 --history h.txt --check`,
+		Flags: func(fs *pflag.FlagSet) WorkloadFlags {
+			f := &bankFlags{}
+			fs.StringVar(&f.history, "history", "", "bank: write the run's history to this file (history text format)")
+			fs.BoolVar(&f.check, "check", false, "bank: check the run's history with the Elle checker (txn.md X1) and fail on any anomaly")
+			fs.StringArrayVar(&f.checkHistory, "check-history", nil, "check this history file with the Elle checker and exit, running nothing (repeat the flag to merge several processes' files)")
+			fs.IntVar(&f.processBase, "process-base", 0, "bank: the first history process id (give each bench process against one cluster its own range; the run prints the range it used)")
+			return f
+		},
+		newTxn: func(env *txnEnv, _ string, f WorkloadFlags) (txnWorkload, error) {
+			return newBank(env, f.(*bankFlags))
+		},
+	})
+}
+
+// bank is the bank workload in one bench process.
+type bank struct {
+	env      *txnEnv
+	f        *bankFlags
 	ks       *keySpace
+	items    int
+	vsize    int
 	rec      *history.Recorder // nil: no history kept
 	base     int
 	ownTag   int64
 	tags     *tagSource
 	keyTags  map[string]int64 // Byzantine keys' tag bases, by name
-	mu       sync.Mutex
 	maxProc  int
 	loadProc int
 }
@@ -65,21 +123,73 @@ type bankState struct {
 // errBankNotLoaded: a transfer read an absent account.
 var errBankNotLoaded = errors.New("bank: an account does not exist: load the bank first (--load, same --items)")
 
-func newBankState(b *txnBench) (*bankState, error) {
-	s := &bankState{ks: b.ks, base: b.t.processBase, tags: b.tags, keyTags: map[string]int64{}}
-	if b.t.check && !b.t.load {
+func newBank(e *txnEnv, f *bankFlags) (*bank, error) {
+	s := &bank{env: e, f: f, base: f.processBase, tags: e.tags, keyTags: map[string]int64{}}
+	if f.check && !e.t.load {
 		return nil, errors.New("--check needs --load in the same run: the history must hold the writes of the initial balances (to check several processes together, merge their --history files with --check-history)")
 	}
-	if b.t.history != "" || b.t.check {
+	if f.history != "" || f.check {
 		s.rec = history.NewRecorder(func() int64 { return time.Now().UnixNano() })
 	}
-	s.ownTag = keyTag(b.c, b.key)
-	for _, nk := range b.byzKeys {
-		s.keyTags[nk.name] = keyTag(b.c, nk.key)
+	s.ownTag = keyTag(e.c, e.key)
+	for _, nk := range e.byzKeys {
+		s.keyTags[nk.name] = keyTag(e.c, nk.key)
 	}
-	s.loadProc = b.t.processBase + b.o.clients
-	s.maxProc = s.loadProc + b.t.loadClients // the final total read
+	s.loadProc = f.processBase + e.o.clients
+	s.maxProc = s.loadProc + e.t.loadClients // the final total read
 	return s, nil
+}
+
+func (s *bank) Setup(runs []RunConfig) error {
+	e := s.env
+	s.items = e.t.items
+	if s.items == 0 {
+		s.items = 100
+	}
+	if s.items < 2 || s.items > e.limits.MaxOps {
+		return fmt.Errorf("--items %d: the bank needs 2..%d accounts (its total is read in one transaction)", s.items, e.limits.MaxOps)
+	}
+	s.vsize = e.o.size
+	var err error
+	if s.ks, err = newKeySpace(e.pmap, s.items, 0, []byte("$acct")); err != nil {
+		return err
+	}
+	return checkRuns(s.ks, 2, runs) // the two accounts of a transfer
+}
+
+func (s *bank) info() txnInfo { return txnInfo{shape: "transfer", items: s.items, valueSize: s.vsize} }
+
+func (s *bank) mixRow(rc RunConfig) string {
+	return fmt.Sprintf("%d%% multi-group, %d%% Byzantine callers", rc.MultiGroupPct, rc.ByzantinePct)
+}
+
+// sampleOps is a transfer's update of two accounts of one group.
+func (s *bank) sampleOps() []txn.Op {
+	gen := &txnGen{ks: s.ks, reads: 2, rng: rand.New(rand.NewPCG(1, 2))}
+	return s.updateOps(gen.next(), [2][]byte{encodeBankValue(1000, 1<<40), encodeBankValue(1000, 1<<40)}, 1<<40)
+}
+
+func (s *bank) NewCaller(rc RunConfig, i int) (Caller, error) {
+	return &bankCaller{s: s, idx: i, gen: &txnGen{ks: s.ks, reads: 2, multiPct: rc.MultiGroupPct,
+		rng: rand.New(rand.NewPCG(s.env.seed, uint64(rc.MultiGroupPct)<<40|uint64(rc.ByzantinePct)<<32|uint64(i)))}}, nil
+}
+
+func (s *bank) Classify(err error) (Class, string) {
+	if errors.Is(err, errBankNotLoaded) {
+		return Failed, "not_loaded"
+	}
+	return classifyTxn(err)
+}
+
+type bankCaller struct {
+	s   *bank
+	idx int
+	gen *txnGen
+}
+
+func (c *bankCaller) Do(ctx context.Context) Outcome {
+	gt := c.gen.next()
+	return Outcome{Err: c.s.transfer(ctx, c.idx, gt, c.gen.rng), Groups: len(gt.groups)}
 }
 
 // keyTag is the tag base of a client key (see the file comment).
@@ -148,14 +258,14 @@ func outcomeOf(err error) history.Outcome {
 	}
 }
 
-func (s *bankState) invoke(pid int, mops ...history.MicroOp) history.Handle {
+func (s *bank) invoke(pid int, mops ...history.MicroOp) history.Handle {
 	if s.rec == nil {
 		return history.Handle{}
 	}
 	return s.rec.Invoke(pid, mops...)
 }
 
-func (s *bankState) complete(h history.Handle, out history.Outcome, obs []history.MicroOp) {
+func (s *bank) complete(h history.Handle, out history.Outcome, obs []history.MicroOp) {
 	if s.rec == nil {
 		return
 	}
@@ -165,9 +275,9 @@ func (s *bankState) complete(h history.Handle, out history.Outcome, obs []histor
 }
 
 // readAccounts reads accounts a and c in one transaction and records it.
-func (s *bankState) readAccounts(ctx context.Context, cl *coord.Client, pid int, ka, kc []byte) (va, vc []byte, ta, tc int64, err error) {
+func (s *bank) readAccounts(ctx context.Context, pid int, ka, kc []byte) (va, vc []byte, ta, tc int64, err error) {
 	h := s.invoke(pid, history.Read(string(ka)), history.Read(string(kc)))
-	res, err := cl.Do(ctx, coord.Ops{{Kind: txn.OpRead, Key: ka}, {Kind: txn.OpRead, Key: kc}}, coord.Options{})
+	res, err := s.env.do(ctx, coord.Ops{{Kind: txn.OpRead, Key: ka}, {Kind: txn.OpRead, Key: kc}}, coord.Options{})
 	if err != nil {
 		s.complete(h, outcomeOf(err), nil)
 		return nil, nil, 0, 0, err
@@ -208,68 +318,72 @@ func transferOps(ka, kc, va, vc []byte, amount int, tagA, tagC int64) ([]txn.Op,
 
 // updateOps are a transfer's update for gt's two accounts (the report's
 // call size).
-func (s *bankState) updateOps(gt genTxn, vals [2][]byte, tag int64) []txn.Op {
+func (s *bank) updateOps(gt genTxn, vals [2][]byte, tag int64) []txn.Op {
 	ops, _ := transferOps(s.ks.key(gt.reads[0]), s.ks.key(gt.reads[1]), vals[0], vals[1], 1, tag, tag+1)
 	return ops
 }
 
 // transfer is one correct caller's transaction: read, then guarded update.
-func (s *bankState) transfer(ctx context.Context, b *txnBench, idx int, gt genTxn, rng *rand.Rand) txnOutcome {
+func (s *bank) transfer(ctx context.Context, idx int, gt genTxn, rng *rand.Rand) error {
 	pid := s.base + idx
 	ka, kc := s.ks.key(gt.reads[0]), s.ks.key(gt.reads[1])
-	va, vc, ta, tc, err := s.readAccounts(ctx, b.cl, pid, ka, kc)
+	va, vc, ta, tc, err := s.readAccounts(ctx, pid, ka, kc)
 	if err != nil {
-		return txnOutcome{err: err}
+		return err
 	}
 	na, nc := s.tags.next(s.ownTag), s.tags.next(s.ownTag)
 	ops, err := transferOps(ka, kc, va, vc, rng.IntN(10), na, nc)
 	if err != nil {
-		return txnOutcome{err: err}
+		return err
 	}
 	reads := []history.MicroOp{history.ReadValue(string(ka), ta), history.ReadValue(string(kc), tc)}
 	writes := []history.MicroOp{history.Write(string(ka), na), history.Write(string(kc), nc)}
 	h := s.invoke(pid, append(append([]history.MicroOp{}, reads...), writes...)...)
 	// Not retried by the library: a retry would compare against values
 	// that may be stale; the caller starts over with a fresh read.
-	_, err = b.cl.Do(ctx, coord.Ops(ops), coord.Options{MaxRetries: -1})
+	_, err = s.env.do(ctx, coord.Ops(ops), coord.Options{MaxRetries: -1})
 	out := outcomeOf(err)
 	var obs []history.MicroOp
 	if out == history.OK {
 		obs = append(reads, writes...)
 	}
 	s.complete(h, out, obs)
-	return txnOutcome{err: err}
+	return err
 }
 
-// byzantineOps builds a Byzantine caller's transfer: it reads the two
-// accounts (through the bench's correct client: reads are not what it
-// abandons) and records the update it will abandon as invoked and never
-// completed.
-func (s *bankState) byzantineOps(ctx context.Context, b *txnBench, bc *byzCaller, gt genTxn) ([]txn.Op, bool) {
+// abandonOps builds a Byzantine caller's transfer between accounts of
+// two groups: it reads the two accounts (through the bench's correct
+// client: reads are not what it abandons) and records the update it will
+// abandon as invoked and never completed (indeterminate, since a
+// recoverer may commit it).
+func (s *bank) abandonOps(ctx context.Context, bc *byzCaller) ([]txn.Op, bool) {
+	gen := &txnGen{ks: s.ks, reads: 2, multiPct: 100, rng: bc.rng}
+	gt := gen.next()
 	ka, kc := s.ks.key(gt.reads[0]), s.ks.key(gt.reads[1])
-	rctx, cancel := context.WithTimeout(ctx, b.o.callTimeout)
+	rctx, cancel := context.WithTimeout(ctx, s.env.o.callTimeout)
 	defer cancel()
-	va, vc, _, _, err := s.readAccounts(rctx, b.cl, bc.pid, ka, kc)
+	va, vc, _, _, err := s.readAccounts(rctx, s.base+bc.idx, ka, kc)
 	if err != nil {
 		return nil, false
 	}
 	kt := s.keyTags[bc.name]
 	na, nc := s.tags.next(kt), s.tags.next(kt)
-	ops, err := transferOps(ka, kc, va, vc, bc.gen.rng.IntN(10), na, nc)
+	ops, err := transferOps(ka, kc, va, vc, bc.rng.IntN(10), na, nc)
 	if err != nil {
 		return nil, false
 	}
-	s.invoke(bc.pid, history.Read(string(ka)), history.Read(string(kc)), history.Write(string(ka), na), history.Write(string(kc), nc))
+	s.invoke(s.base+bc.idx, history.Read(string(ka)), history.Read(string(kc)), history.Write(string(ka), na), history.Write(string(kc), nc))
 	return ops, true
 }
 
-// load (re)sets every account to bankInitial: per batch of accounts in one
+// Load (re)sets every account to BankInitial: per batch of accounts in one
 // group, a read of the batch, then one update that writes the present
 // accounts and inserts the absent ones (recorded as blind writes).
-func (s *bankState) load(ctx context.Context, b *txnBench) (*loadResult, error) {
-	batch := b.loadBatchSize()
+func (s *bank) Load(ctx context.Context) (*LoadResult, error) {
+	e := s.env
+	batch := e.loadBatchSize(s.vsize)
 	units := loadUnits(s.ks, batch)
-	res := &loadResult{Items: s.ks.items, Batch: batch, InFlight: b.t.loadClients}
+	res := &LoadResult{Items: s.ks.items, Batch: batch, InFlight: e.t.loadClients}
 	start := time.Now()
 	work := make(chan itemSpan, len(units))
 	for _, u := range units {
@@ -279,12 +393,12 @@ func (s *bankState) load(ctx context.Context, b *txnBench) (*loadResult, error) 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	for w := range b.t.loadClients {
+	for w := range e.t.loadClients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for u := range work {
-				ins, ex, n, err := s.loadUnit(ctx, b, s.loadProc+w, u)
+				ins, ex, n, err := s.loadUnit(ctx, s.loadProc+w, u)
 				mu.Lock()
 				res.Inserted += int64(ins)
 				res.Existing += int64(ex)
@@ -306,19 +420,19 @@ func (s *bankState) load(ctx context.Context, b *txnBench) (*loadResult, error) 
 	if firstErr != nil {
 		return res, fmt.Errorf("load the bank: %w", firstErr)
 	}
-	fmt.Fprintf(b.stderr, "bench: bank of %d accounts set to %d each in %.1fs (%d inserted, %d reset)\n",
-		s.ks.items, bankInitial, res.Seconds, res.Inserted, res.Existing)
+	fmt.Fprintf(e.stderr, "bench: bank of %d accounts set to %d each in %.1fs (%d inserted, %d reset)\n",
+		s.ks.items, BankInitial, res.Seconds, res.Inserted, res.Existing)
 	return res, nil
 }
 
-func (s *bankState) loadUnit(ctx context.Context, b *txnBench, pid int, u itemSpan) (inserted, existing, txns int, err error) {
+func (s *bank) loadUnit(ctx context.Context, pid int, u itemSpan) (inserted, existing, txns int, err error) {
 	for attempt := 0; attempt < loadRetries; attempt++ {
 		var reads coord.Ops
 		for it := u.lo; it < u.hi; it++ {
 			reads = append(reads, txn.Op{Kind: txn.OpRead, Key: s.ks.key(it)})
 		}
 		txns++
-		res, rerr := b.cl.Do(ctx, reads, coord.Options{})
+		res, rerr := s.env.do(ctx, reads, coord.Options{})
 		if rerr != nil {
 			err = rerr
 			continue
@@ -335,12 +449,12 @@ func (s *bankState) loadUnit(ctx context.Context, b *txnBench, pid int, u itemSp
 			} else {
 				ins++
 			}
-			ops = append(ops, txn.Op{Kind: kind, Key: k, Value: encodeBankValue(bankInitial, tag)})
+			ops = append(ops, txn.Op{Kind: kind, Key: k, Value: encodeBankValue(BankInitial, tag)})
 			mops = append(mops, history.Write(string(k), tag))
 		}
 		h := s.invoke(pid, mops...)
 		txns++
-		_, err = b.cl.Do(ctx, ops, coord.Options{})
+		_, err = s.env.do(ctx, ops, coord.Options{})
 		out := outcomeOf(err)
 		var obs []history.MicroOp
 		if out == history.OK {

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -77,14 +77,14 @@ type byzRunStats struct {
 // byzantineKeys picks n client keys for Byzantine callers: the names of
 // --byzantine-clients, else the listed clients other than the bench's own,
 // else (open client policy) fresh keys.
-func byzantineKeys(c *cluster.Cluster, o benchOptions, t txnBenchOptions, own ed25519.PrivateKey, n int) ([]namedKey, error) {
+func byzantineKeys(c *cluster.Cluster, o *Options, own ed25519.PrivateKey, n int) ([]namedKey, error) {
 	if n == 0 {
 		return nil, nil
 	}
 	ownPub := auth.EncodePublicKey(auth.PublicKeyOf(own))
 	var names []string
-	if t.byzClients != "" {
-		for _, s := range strings.Split(t.byzClients, ",") {
+	if o.txn.byzClients != "" {
+		for _, s := range strings.Split(o.txn.byzClients, ",") {
 			names = append(names, strings.TrimSpace(s))
 		}
 	} else {
@@ -124,13 +124,16 @@ func byzantineKeys(c *cluster.Cluster, o benchOptions, t txnBenchOptions, own ed
 
 // byzCaller is one Byzantine caller.
 type byzCaller struct {
-	b       *txnBench
-	name    string
-	key     ed25519.PrivateKey
-	id      bft.ClientID
-	pid     int
+	b    *txnEnv
+	w    abandoner
+	name string
+	key  ed25519.PrivateKey
+	id   bft.ClientID
+	// idx is the caller's index among all the callers of its run: the
+	// correct ones come first (the bank's history process ids).
+	idx     int
 	conns   map[bft.GroupID]*client.Client
-	gen     *txnGen
+	rng     *rand.Rand
 	version uint64
 	first   uint64 // the first nonce of the run; also the watermark it states
 	nonce   uint64
@@ -202,7 +205,7 @@ func (w *recoveryWatch) Decided(id txn.TxnID, _ txn.Decision, recovered bool) {
 // unfinished (pending, or unproven, W2) is terminated and proven, and
 // returns the key's next nonce, the metadata version and what is still
 // unfinished.
-func (b *txnBench) finishOwner(ctx context.Context, key ed25519.PrivateKey) (next, version uint64, unfinished int, err error) {
+func (b *txnEnv) finishOwner(ctx context.Context, key ed25519.PrivateKey) (next, version uint64, unfinished int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	cl, err := coord.NewClient(ctx, coord.ClientConfig{
@@ -227,7 +230,7 @@ func (b *txnBench) finishOwner(ctx context.Context, key ed25519.PrivateKey) (nex
 
 // startByzantine prepares n Byzantine callers (history processes after the
 // nCorrect correct ones).
-func (b *txnBench) startByzantine(ctx context.Context, n, nCorrect int) ([]*byzCaller, error) {
+func (b *txnEnv) startByzantine(ctx context.Context, w abandoner, n, nCorrect int) ([]*byzCaller, error) {
 	var out []*byzCaller
 	fail := func(err error) ([]*byzCaller, error) {
 		for _, bc := range out {
@@ -242,10 +245,8 @@ func (b *txnBench) startByzantine(ctx context.Context, n, nCorrect int) ([]*byzC
 			return fail(err)
 		}
 		bc := &byzCaller{b: b, name: nk.name, key: nk.key, id: bft.ClientID(nk.key.Public().(ed25519.PublicKey)),
-			pid: b.t.processBase + nCorrect + j, every: b.t.byzPoll, conns: map[bft.GroupID]*client.Client{}, version: version, first: next, nonce: next,
-			wake: make(chan txn.TxnID, 1),
-			gen: &txnGen{ks: b.ks, reads: b.shape.reads, writes: b.shape.writes, multiPct: 100,
-				rng: rand.New(rand.NewPCG(b.seed^0xb42, uint64(j)))}}
+			idx: nCorrect + j, every: b.t.byzPoll, conns: map[bft.GroupID]*client.Client{}, version: version, first: next, nonce: next,
+			wake: make(chan txn.TxnID, 1), w: w, rng: rand.New(rand.NewPCG(b.seed^0xb42, uint64(j)))}
 		out = append(out, bc)
 		for _, g := range b.c.Groups {
 			gc, err := client.New(ctx, client.Config{Cluster: b.c, Group: bft.GroupID(g.ID), Key: nk.key, Timeout: 500 * time.Millisecond,
@@ -322,17 +323,9 @@ func (bc *byzCaller) keepOut(pending func(abandoned) bool) {
 // it there after the votes.
 func (bc *byzCaller) abandonOne(ctx context.Context) {
 	b := bc.b
-	gt := bc.gen.next()
-	var ops []txn.Op
-	if b.bank != nil {
-		// A valid transfer from values read (its history op is invoked and
-		// never completed: indeterminate, since a recoverer may commit it).
-		var ok bool
-		if ops, ok = b.bank.byzantineOps(ctx, b, bc, gt); !ok {
-			return
-		}
-	} else {
-		ops = paperOps(b.ks, gt, b.vsize, uint64(b.tags.next(0)))
+	ops, ok := bc.w.abandonOps(ctx, bc)
+	if !ok {
+		return
 	}
 	groups := txn.InvolvedGroups(ops, b.pmap)
 	gv := make([]txn.GroupVersion, len(groups))
@@ -452,7 +445,7 @@ func (bc *byzCaller) queryGroup(ctx context.Context, g bft.GroupID, from uint64)
 
 // finishByzantine stops the callers, finishes what they left and sums
 // their statistics.
-func (b *txnBench) finishByzantine(ctx context.Context, byzs []*byzCaller) *byzRunStats {
+func (b *txnEnv) finishByzantine(ctx context.Context, byzs []*byzCaller) *byzRunStats {
 	s := &byzRunStats{Callers: len(byzs)}
 	var termSum time.Duration
 	for _, bc := range byzs {

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"bytes"
@@ -9,74 +9,15 @@ import (
 	"sort"
 
 	"github.com/augustus-db/augustus/pkg/bft"
-	"github.com/augustus-db/augustus/pkg/txn"
 	"github.com/augustus-db/augustus/pkg/txn/oracle"
 )
 
-// The transaction workloads of `augustus bench` (issue 15, the paper's
-// Table 3 and a bank):
-//
-//	type  reads  writes  key  value   items (paper)
-//	A     4      4       4 B  4 B     3M
-//	B     2      2       4 B  1 KiB   1M
-//	C     8      0       4 B  4 B     3M
-//	D     4      0       4 B  1 KiB   1M
-//
-// Keys are 4 bytes, spread evenly over the key space above the reserved
-// metadata prefix (0x00), so that a range map — what `augustus init --groups
-// N` writes, oracle.FromCluster reads — gives every group an equal,
-// contiguous slice of the items. A multi-group transaction involves exactly
-// two groups, as in the paper ("multi-partition transactions involved two
-// partitions"), with its reads and its writes dealt alternately to them, so
-// that each group of an update transaction gets a write.
-//
-// Two shapes (--shape):
-//   - "paper" (the default): Table 3 exactly, one transaction of `reads`
-//     read operations and `writes` write operations; the values written are
-//     fresh. One round trip; a write of an absent item aborts ("not found",
-//     so the database must be loaded first).
-//   - "guarded": the BFT Derby shape (DESIGN.md §6): one read-only
-//     transaction reads every item, then one update transaction writes the
-//     `writes` items guarded by cmp on the values read (it aborts with
-//     "comparison failed" if one changed in between). The pair counts as one
-//     transaction in the throughput.
-
-// Workload names.
-const (
-	workloadA    = "A"
-	workloadB    = "B"
-	workloadC    = "C"
-	workloadD    = "D"
-	workloadBank = "bank"
-)
-
-// Shapes of --shape.
-const (
-	shapePaper   = "paper"
-	shapeGuarded = "guarded"
-)
-
-// txnShape is one row of Table 3.
-type txnShape struct {
-	name          string
-	reads, writes int
-	valueSize     int
-	paperItems    int
-}
-
-var txnShapes = map[string]txnShape{
-	workloadA: {name: workloadA, reads: 4, writes: 4, valueSize: 4, paperItems: 3_000_000},
-	workloadB: {name: workloadB, reads: 2, writes: 2, valueSize: 1024, paperItems: 1_000_000},
-	workloadC: {name: workloadC, reads: 8, writes: 0, valueSize: 4, paperItems: 3_000_000},
-	workloadD: {name: workloadD, reads: 4, writes: 0, valueSize: 1024, paperItems: 1_000_000},
-}
-
-// isTxnWorkload reports whether bench runs the workload over the
-// transaction engine (replicas started with --app txn).
-func isTxnWorkload(w string) bool {
-	_, ok := txnShapes[w]
-	return ok || w == workloadBank
-}
+// The key space of the transaction workloads: items with 4-byte keys
+// spread evenly over the key space above the reserved metadata prefix
+// (0x00), so that a range map — what `augustus init --groups N` writes,
+// oracle.FromCluster reads — gives every group an equal, contiguous slice
+// of the items; and the generator that draws the items of a transaction
+// (txnGen), single-group or spanning two groups.
 
 // keyBase is the first item's key: keys starting with 0x00 are reserved for
 // the metadata keyspace (txn.IsReservedMetaKey).
@@ -285,47 +226,4 @@ func benchValue(size int, seq uint64) []byte {
 		v[i] = 'v'
 	}
 	return v
-}
-
-// paperOps are the operations of a transaction of the "paper" shape.
-func paperOps(ks *keySpace, t genTxn, valueSize int, seq uint64) []txn.Op {
-	ops := make([]txn.Op, 0, len(t.reads)+len(t.writes))
-	for _, it := range t.reads {
-		ops = append(ops, txn.Op{Kind: txn.OpRead, Key: ks.key(it)})
-	}
-	for j, it := range t.writes {
-		ops = append(ops, txn.Op{Kind: txn.OpWrite, Key: ks.key(it), Value: benchValue(valueSize, seq+uint64(j))})
-	}
-	return ops
-}
-
-// guardedReadOps are the first transaction of the "guarded" shape: a read
-// of every item (the reads, then the items to write).
-func guardedReadOps(ks *keySpace, t genTxn) []txn.Op {
-	ops := make([]txn.Op, 0, len(t.reads)+len(t.writes))
-	for _, it := range t.reads {
-		ops = append(ops, txn.Op{Kind: txn.OpRead, Key: ks.key(it)})
-	}
-	for _, it := range t.writes {
-		ops = append(ops, txn.Op{Kind: txn.OpRead, Key: ks.key(it)})
-	}
-	return ops
-}
-
-// guardedWriteOps are the second: for each item written, cmp on the value
-// read (cmp absent if it was absent) and the write.
-func guardedWriteOps(ks *keySpace, t genTxn, read [][]byte, present []bool, valueSize int, seq uint64) []txn.Op {
-	ops := make([]txn.Op, 0, 2*len(t.writes))
-	for j, it := range t.writes {
-		k := ks.key(it)
-		if present[j] {
-			ops = append(ops, txn.Op{Kind: txn.OpCmp, Key: k, Value: read[j]})
-		} else {
-			ops = append(ops, txn.Op{Kind: txn.OpCmp, Key: k, Absent: true})
-		}
-	}
-	for j, it := range t.writes {
-		ops = append(ops, txn.Op{Kind: txn.OpWrite, Key: ks.key(it), Value: benchValue(valueSize, seq+uint64(j))})
-	}
-	return ops
 }

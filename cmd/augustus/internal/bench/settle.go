@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -37,7 +37,7 @@ const (
 // waited; a replica it cannot scrape, or one without the metrics (an older
 // build), is left out and named, and running out of time is reported, not
 // an error: the measurement goes on and says so.
-func (b *txnBench) settleAfterLoad(ctx context.Context, timeout time.Duration) (time.Duration, string) {
+func (e *txnEnv) settleAfterLoad(ctx context.Context, timeout time.Duration) (time.Duration, string) {
 	if timeout <= 0 {
 		return 0, "not waited for (--settle-timeout 0)"
 	}
@@ -46,7 +46,7 @@ func (b *txnBench) settleAfterLoad(ctx context.Context, timeout time.Duration) (
 	lastReport := start
 	quiet := 0
 	skipped := map[string]string{}
-	watched := allReplicas(b.c)
+	watched := allReplicas(e.c)
 	for {
 		debt, running := 0.0, 0.0
 		for _, sc := range scrapeReplicas(ctx, watched) {
@@ -77,7 +77,7 @@ func (b *txnBench) settleAfterLoad(ctx context.Context, timeout time.Duration) (
 				running, debt/(1<<20), timeout, skippedNote(skipped))
 		}
 		if time.Since(lastReport) >= progressInterval {
-			fmt.Fprintf(b.stderr, "bench: waiting for the replicas' compactions after the load: %.0f running, %.1f MiB of debt (%s so far)\n",
+			fmt.Fprintf(e.stderr, "bench: waiting for the replicas' compactions after the load: %.0f running, %.1f MiB of debt (%s so far)\n",
 				running, debt/(1<<20), waited.Round(time.Second))
 			lastReport = time.Now()
 		}
