@@ -24,7 +24,7 @@ const bankInitial = 100
 // unique in the whole test, so the history is a register history the Elle
 // checker (txn.md X1) can order: a transfer is r(a)=tagA r(b)=tagB
 // w(a,new) w(b,new), as the bench's bank records its cmp-guarded writes
-// (cmd/augustus/internal/cli/bench_txn_bank.go).
+// (cmd/augustus/internal/bench/bank.go).
 type sqlBank struct {
 	sc       *sqlCluster
 	db       *sql.DB
