@@ -22,6 +22,6 @@
 // which keeps TestE2ERequestsComplete, TestE2EKillPrimary,
 // TestE2EStartServesBenchAndStopsOnSIGTERM, a 6-second measurement of
 // TestE2EStartKeepsServingWhenThePrimaryIsKilledUnderBench (20 s in the
-// long form) and TestE2ESQL with shorter loads (a 5 s bank, 3 s of
+// long form) and TestE2ESQL with shorter loads (a 3 s bank, 2 s of
 // sysbench; 20 s and 10 s in the long form).
 package e2e

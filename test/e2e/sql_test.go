@@ -32,7 +32,7 @@ func TestE2ESQL(t *testing.T) {
 	t.Run("BankAcrossGroups", func(t *testing.T) {
 		d := 20 * time.Second
 		if testing.Short() {
-			d = 5 * time.Second
+			d = 3 * time.Second
 		}
 		b := newSQLBank(t, sc, "bank", 10)
 		b.run(t, d, 4, nil)
@@ -402,7 +402,7 @@ func testSysbench(t *testing.T, sc *sqlCluster) {
 	host, port, _ := strings.Cut(sc.gw.addr, ":")
 	dur, threads, size := 10, 4, 1000
 	if testing.Short() {
-		dur, threads, size = 3, 2, 200
+		dur, threads, size = 2, 2, 100
 	}
 	common := []string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=" + host, "--mysql-port=" + port,
 		"--mysql-user=root", "--mysql-password=" + sc.password, "--mysql-db=sbtest", "--tables=2", fmt.Sprintf("--table-size=%d", size)}
