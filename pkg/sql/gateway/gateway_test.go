@@ -167,6 +167,14 @@ func TestStatementsOverTheWireTextPreparedAndMulti(t *testing.T) {
 	require.NoError(t, rows.Close())
 	require.Equal(t, [][]string{{"3"}, {"apple", "pear", "fig"}}, sets[len(sets)-2:])
 
+	// Trailing comments are no statement.
+	rows, err = db.QueryContext(ctx, "SELECT 1; -- done")
+	require.NoError(t, err)
+	for rows.NextResultSet() {
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+
 	// A failing statement of a multi-statement stops the rest.
 	_, err = db.ExecContext(ctx, "INSERT INTO shop.items VALUES (4, 'kiwi', 1); INSERT INTO shop.items VALUES (1, 'dup', 1); INSERT INTO shop.items VALUES (5, 'lime', 1)")
 	require.Error(t, err)

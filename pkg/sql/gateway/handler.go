@@ -119,25 +119,63 @@ type stmt struct {
 	parsed    sqlparser.Statement
 	bindings  map[string]sqlparser.Expr
 	prepared  bool
+	multi     bool   // query may hold several statements: run the first
 	remainder string // the statements after it (multi-statements)
 	do        bool   // DO expr, run as SELECT expr
 }
 
-// query splits off the first statement of query (multi: the client sent
-// several) and runs it.
+// query runs the first statement of query (multi: the client sent several;
+// the rest is returned).
 func (h *handler) query(ctx context.Context, c *mysql.Conn, query string, multi bool, callback mysql.ResultSpoolFn) (string, error) {
-	st := stmt{query: query}
-	if multi {
-		first, rest, err := sqlparser.SplitStatement(query)
-		if err != nil {
-			return "", mysql.NewSQLError(mysql.ERParseError, "42000", "You have an error in your SQL syntax: %s", err.Error())
+	return h.run(ctx, c, stmt{query: query, multi: multi}, callback)
+}
+
+// split finds the statement to run: the first of a multi-statement query
+// (by GMS's parser, which knows compound statements; the rest goes to
+// st.remainder), and DO, which the parser rejects, rewritten as a SELECT.
+func (h *handler) split(ctx *sql.Context, st *stmt) error {
+	if st.prepared {
+		return nil
+	}
+	first, rest := st.query, ""
+	if st.multi {
+		var err error
+		if first, rest, err = sqlparser.SplitStatement(st.query); err != nil {
+			return mysql.NewSQLError(mysql.ERParseError, "42000", "You have an error in your SQL syntax: %s", err.Error())
 		}
-		st.query, st.remainder = first, strings.TrimSpace(rest)
 	}
-	if q, ok := doStatement(st.query); ok {
-		st.query, st.do = q, true
+	if q, ok := doStatement(first); ok {
+		st.query, st.do, st.remainder = q, true, statementsIn(rest)
+		return nil
 	}
-	return h.run(ctx, c, st, callback)
+	if !st.multi {
+		return nil
+	}
+	parsed, prequery, remainder, err := h.g.eng.SQL.Parser.Parse(ctx, st.query, true)
+	if err != nil {
+		return mysql.NewSQLError(mysql.ERParseError, "42000", "You have an error in your SQL syntax: %s", err.Error())
+	}
+	st.parsed, st.remainder = parsed, statementsIn(remainder)
+	if prequery != "" {
+		st.query = prequery
+	}
+	return nil
+}
+
+// statementsIn returns rest, or "" when it holds no statement (only spaces,
+// comments and semicolons), which MySQL ignores after the last statement.
+func statementsIn(rest string) string {
+	tok := sqlparser.NewStringTokenizer(rest)
+	for {
+		typ, _ := tok.Scan()
+		switch typ {
+		case 0:
+			return ""
+		case sqlparser.COMMENT, ';':
+			continue
+		}
+		return strings.TrimSpace(rest)
+	}
 }
 
 // doPattern matches DO expr[, expr...] after comments and spaces; the
@@ -194,6 +232,9 @@ func (h *handler) run(ctx context.Context, c *mysql.Conn, st stmt, callback mysq
 	}
 	defer sql.SessionCommandEnd(sqlCtx.Session)
 
+	if err := h.split(sqlCtx, &st); err != nil {
+		return "", err
+	}
 	if st.prepared {
 		// The statement GMS parsed and cached at COM_STMT_PREPARE.
 		st.parsed, _ = h.g.eng.SQL.PreparedDataCache.GetCachedStmt(sqlCtx.Session.ID(), sql.RemoveSpaceAndDelimiter(st.query, ';'))

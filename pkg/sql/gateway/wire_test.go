@@ -55,3 +55,11 @@ func TestPlaceholdersAreCountedOutsideStringsAndComments(t *testing.T) {
 	require.Equal(t, 0, countPlaceholders("SELECT 1"))
 	require.Equal(t, 2, countPlaceholders("SELECT ?, '?' FROM t WHERE a = ? /* ? */"))
 }
+
+func TestTrailingCommentsAreNoStatement(t *testing.T) {
+	for _, rest := range []string{"", "  ", " -- c", " /* c */ ", ";;", " # c\n"} {
+		require.Equal(t, "", statementsIn(rest), "%q", rest)
+	}
+	require.Equal(t, "SELECT 2", statementsIn(" SELECT 2"))
+	require.Equal(t, "/* c */ SELECT 2", statementsIn(" /* c */ SELECT 2"))
+}
