@@ -232,7 +232,7 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 	// the replicas stop (deferred after the supervisor, so it runs first).
 	defer cl.Close()
 
-	gw, loaded, err := demoGateway(ctx, o, c, cl, sqlLis, reg, logDir)
+	gw, state, err := demoGateway(ctx, o, c, cl, sqlLis, reg, logDir)
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 			fmt.Fprintf(stdout, "The gateway stopped with: %v\n", err)
 		}
 	}()
-	sqlBanner := demoSQLBanner(mysqlHint(gw.gw.Addr().String(), c, o.dir), len(c.Groups), loaded)
+	sqlBanner := demoSQLBanner(mysqlHint(gw.gw.Addr().String(), c, o.dir), len(c.Groups), state)
 	if o.noShell {
 		fmt.Fprintf(stdout, "\n%s\nThe cluster and the gateway run until Ctrl-C or SIGTERM (no console: --no-shell).\n", sqlBanner)
 		select {
@@ -271,10 +271,10 @@ func runDemo(ctx context.Context, in io.Reader, stdout, stderr io.Writer, o demo
 // demoGateway starts the demo's gateway over the console's client, logging
 // to logDir/gateway.log, and loads the example database on a new cluster.
 func demoGateway(ctx context.Context, o demoOptions, c *cluster.Cluster, cl *coord.Client, lis net.Listener,
-	reg *prometheus.Registry, logDir string) (*runningGateway, bool, error) {
+	reg *prometheus.Registry, logDir string) (*runningGateway, demoState, error) {
 	f, err := os.OpenFile(filepath.Join(logDir, "gateway.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, false, fmt.Errorf("demo: gateway log: %w", err)
+		return nil, demoAbsent, fmt.Errorf("demo: gateway log: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	gw, err := startGateway(ctx, gatewayParams{
@@ -283,17 +283,15 @@ func demoGateway(ctx context.Context, o demoOptions, c *cluster.Cluster, cl *coo
 	})
 	if err != nil {
 		_ = f.Close()
-		return nil, false, fmt.Errorf("demo: %w", err)
+		return nil, demoAbsent, fmt.Errorf("demo: %w", err)
 	}
-	loaded := false
-	if len(c.Admins) > 0 {
-		if loaded, err = loadDemoDatabase(ctx, gw.eng, len(c.Groups)); err != nil {
-			_ = gw.stop(o.grace)
-			_ = f.Close()
-			return nil, false, err
-		}
+	gw.onStop = func() { _ = f.Close() }
+	state, err := loadDemoDatabase(ctx, gw.eng, len(c.Groups), len(c.Admins) > 0)
+	if err != nil {
+		_ = gw.stop(o.grace)
+		return nil, demoAbsent, err
 	}
-	return gw, loaded, nil
+	return gw, state, nil
 }
 
 // maxDemoGroups bounds --groups: every replica is a process on this machine.

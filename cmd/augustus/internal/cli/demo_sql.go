@@ -60,32 +60,48 @@ func demoSchema(groups int) []string {
 	}
 }
 
-// loadDemoDatabase creates the example database unless it exists; it
-// reports whether it did.
-func loadDemoDatabase(ctx context.Context, eng *engine.Engine, groups int) (bool, error) {
+// demoState is what the demo did about its example database.
+type demoState int
+
+const (
+	demoAbsent demoState = iota // not there, and no admin key to create it
+	demoFound                   // there from an earlier start
+	demoLoaded                  // created now
+)
+
+// loadDemoDatabase creates the example database unless it exists (canDDL:
+// the engine has an admin key).
+func loadDemoDatabase(ctx context.Context, eng *engine.Engine, groups int, canDDL bool) (demoState, error) {
 	sctx := eng.NewContext(ctx, eng.NewSession(sql.Client{User: "root", Address: "localhost"}, "", 0))
 	_, rows, err := eng.Query(sctx, "SHOW DATABASES LIKE '"+demoDatabase+"'")
 	if err != nil {
-		return false, fmt.Errorf("demo: look for the example database: %w", err)
+		return demoAbsent, fmt.Errorf("demo: look for the example database: %w", err)
 	}
 	if len(rows) > 0 {
-		return false, nil
+		return demoFound, nil
+	}
+	if !canDDL {
+		return demoAbsent, nil
 	}
 	for _, q := range demoSchema(groups) {
 		if _, _, err := eng.Query(sctx, q); err != nil {
-			return false, fmt.Errorf("demo: load the example database (%s): %w; drop what was created (DROP DATABASE %s) and start the demo again to load it anew",
+			return demoAbsent, fmt.Errorf("demo: load the example database (%s): %w; drop what was created (DROP DATABASE %s) and start the demo again to load it anew",
 				strings.SplitN(q, "\n", 2)[0], err, demoDatabase)
 		}
 	}
-	return true, nil
+	return demoLoaded, nil
 }
 
 // demoSQLBanner says how to reach the demo's SQL and what the example holds.
-func demoSQLBanner(hint string, groups int, loaded bool) string {
+func demoSQLBanner(hint string, groups int, state demoState) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "SQL: %s\n", hint)
+	if state == demoAbsent {
+		b.WriteString("  (this cluster has no admin key, so the gateway refuses schema changes and the example database was not loaded)\n")
+		return b.String()
+	}
 	what := "has"
-	if loaded {
+	if state == demoLoaded {
 		what = "was loaded with"
 	}
 	if groups > 1 {

@@ -272,6 +272,9 @@ type runningGateway struct {
 	eng  *engine.Engine
 	done chan error
 	log  *slog.Logger
+	// onStop, if set, runs after the gateway stopped (the demo closes its
+	// log file).
+	onStop func()
 }
 
 // startGateway builds the engine over the client (loading the catalog) and
@@ -306,6 +309,9 @@ func (r *runningGateway) stop(timeout time.Duration) error {
 	err := r.gw.Shutdown(ctx)
 	<-r.done
 	r.log.Info("gateway stopped", "err", err)
+	if r.onStop != nil {
+		defer r.onStop()
+	}
 	if cerr := r.eng.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) && err == nil {
 		err = cerr
 	}
