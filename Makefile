@@ -82,5 +82,16 @@ bench-txn: ## transaction benchmarks on 1, 2, 4 groups (A–D, bank, Fig. 5, noo
 	$(GO) test -count=1 -timeout 60m -v -run '^TestBenchTxnSuite$$' ./cmd/augustus/internal/cli/ \
 	  -args -bench-txn-out=$(CURDIR)/docs/benchmarks/txn.md -bench-txn-duration=$(BENCH_TXN_DURATION) -bench-txn-items=$(BENCH_TXN_ITEMS) -bench-txn-fig5-duration=$(BENCH_TXN_FIG5_DURATION)
 
+.PHONY: sqllogictest enginetest
+SLT_TIMEOUT ?= 30s
+sqllogictest: ## SQLite's sqllogictest select1–5 on GMS's memory backend through pkg/sql/logictest: records passed / all records, per file and in total (make sqllogictest [SLT_TIMEOUT=30s] bounds each record)
+	@set -o pipefail; $(GO) test -count=1 -timeout 90m -v -run '^TestSQLLogicTestAll$$' ./pkg/sql/logictest/sqllogictest/ \
+	  -args -slt.all -slt.timeout=$(SLT_TIMEOUT) 2>&1 | grep -v -E '^(=== RUN|--- PASS|PASS)'
+
+enginetest: ## every suite of GMS's enginetest through pkg/sql/logictest/enginetest's Harness on the memory backend: tests passed / all (a skip or an exclusion counts as failed)
+	@$(GO) test -count=1 -timeout 90m -json -run '^TestEnginetestMemory$$' ./pkg/sql/logictest/enginetest/ -args -enginetest.all | \
+	  $(GO) run ./pkg/sql/logictest/enginetest/cmd/enginetest-score -top TestEnginetestMemory -backend memory \
+	    -reference pkg/sql/logictest/enginetest/testdata/memory.leaves
+
 clean: ## remove build output
 	rm -rf bin

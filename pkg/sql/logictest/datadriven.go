@@ -64,9 +64,9 @@ type DataDrivenOptions struct {
 //	2 | NULL
 //
 // runs a query; the output is one line per row, values separated by " | ",
-// NULL as NULL and the empty string as ''. rowsort sorts the lines (for
-// queries without ORDER BY), valuesort sorts all values one per line,
-// colnames prints the column names first.
+// NULL as NULL and the empty string as a pair of single quotes. rowsort
+// sorts the lines (for queries without ORDER BY), valuesort sorts all
+// values one per line, colnames prints the column names first.
 //
 //	query error [CODE]
 //
