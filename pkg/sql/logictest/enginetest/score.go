@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A run is scored from `go test -json` output (test2json events). The unit
@@ -36,6 +37,12 @@ type SuiteScore struct {
 	// Excluded holds the exclusion's reason; Leaves then comes from the
 	// reference.
 	Excluded string
+	// Crashed is set when the suite's process ended without reporting the
+	// suite's result (a panic, a timeout): its unfinished leaves failed.
+	Crashed bool
+	// Elapsed is the suite's wall-clock time, when run in a process of its
+	// own.
+	Elapsed time.Duration
 }
 
 // Failed is the number of leaves that did not pass.
@@ -141,6 +148,9 @@ func ScoreRun(r io.Reader, top string, reference map[string]int) (*Score, error)
 			suites[suite] = ss
 			names = append(names, suite)
 		}
+		if rest == suite && st.action == "" {
+			ss.Crashed = true
+		}
 		if rest == suite && st.action == "skip" {
 			if i := strings.Index(st.output.String(), ExcludedPrefix); i >= 0 {
 				reason := st.output.String()[i+len(ExcludedPrefix):]
@@ -173,26 +183,32 @@ func ScoreRun(r io.Reader, top string, reference map[string]int) (*Score, error)
 // Write prints the score: a line per suite, the exclusions with their
 // reasons, and the totals.
 func (s *Score) Write(w io.Writer, backend string) {
-	fmt.Fprintf(w, "%-44s %7s %7s %7s %7s\n", "suite", "passed", "leaves", "skipped", "share")
+	fmt.Fprintf(w, "%-44s %7s %7s %7s %7s %8s\n", "suite", "passed", "leaves", "skipped", "share", "time")
 	for _, su := range s.Suites {
 		note := ""
 		if su.Excluded != "" {
 			note = "  EXCLUDED: " + su.Excluded
 		}
-		if su.Unfinished > 0 {
-			note += fmt.Sprintf("  (%d unfinished)", su.Unfinished)
+		if su.Crashed {
+			note += fmt.Sprintf("  CRASHED (%d unfinished)", su.Unfinished)
 		}
-		fmt.Fprintf(w, "%-44s %7d %7d %7d %6.1f%%%s\n", su.Name, su.Passed, su.Leaves, su.Skipped, pct(su.Passed, su.Leaves), note)
+		fmt.Fprintf(w, "%-44s %7d %7d %7d %6.1f%% %8s%s\n", su.Name, su.Passed, su.Leaves, su.Skipped, pct(su.Passed, su.Leaves),
+			su.Elapsed.Round(100*time.Millisecond), note)
 	}
 	leaves, passed := s.Totals()
-	excluded := 0
+	excluded, crashed := 0, 0
+	var elapsed time.Duration
 	for _, su := range s.Suites {
 		if su.Excluded != "" {
 			excluded++
 		}
+		if su.Crashed {
+			crashed++
+		}
+		elapsed += su.Elapsed
 	}
-	fmt.Fprintf(w, "\nenginetest on %s: %d of %d tests passed (%.1f%%); %d of %d suites passed every test; %d suites excluded\n",
-		backend, passed, leaves, pct(passed, leaves), s.SuitesPassed(), len(s.Suites), excluded)
+	fmt.Fprintf(w, "\nenginetest on %s: %d of %d tests passed (%.1f%%); %d of %d suites passed every test; %d suites excluded, %d crashed; %s\n",
+		backend, passed, leaves, pct(passed, leaves), s.SuitesPassed(), len(s.Suites), excluded, crashed, elapsed.Round(time.Second))
 	if !s.Finished {
 		fmt.Fprintln(w, "the run did not finish (crash or timeout): the score is incomplete")
 	}

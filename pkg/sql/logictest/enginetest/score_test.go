@@ -47,7 +47,7 @@ func TestScoreCountsLeavesSkipsExclusionsAndCrashes(t *testing.T) {
 		{Name: "A", Leaves: 3, Passed: 1, Skipped: 1},
 		{Name: "B", Leaves: 40, Excluded: "no AS OF"},
 		{Name: "C", Leaves: 1},
-		{Name: "D", Leaves: 2, Passed: 1, Unfinished: 1},
+		{Name: "D", Leaves: 2, Passed: 1, Unfinished: 1, Crashed: true},
 	}, s.Suites)
 	leaves, passed := s.Totals()
 	require.Equal(t, 46, leaves)
@@ -56,7 +56,7 @@ func TestScoreCountsLeavesSkipsExclusionsAndCrashes(t *testing.T) {
 
 	var out strings.Builder
 	s.Write(&out, "fake")
-	require.Contains(t, out.String(), "enginetest on fake: 2 of 46 tests passed (4.3%); 0 of 4 suites passed every test; 1 suites excluded")
+	require.Contains(t, out.String(), "enginetest on fake: 2 of 46 tests passed (4.3%); 0 of 4 suites passed every test; 1 suites excluded, 1 crashed")
 	require.Contains(t, out.String(), "EXCLUDED: no AS OF")
 	require.Contains(t, out.String(), "the score is incomplete")
 }

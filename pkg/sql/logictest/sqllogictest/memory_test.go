@@ -16,13 +16,18 @@ import (
 
 var (
 	all        = flag.Bool("slt.all", false, "run every record of select1–5 and print the score (make sqllogictest)")
-	sltTimeout = flag.Duration("slt.timeout", 30*time.Second, "time bound of one record; a record that exceeds it fails")
+	// The default is generous: on GMS's memory backend a few of select4's
+	// seven- and eight-table joins take 30–120 s on a loaded 2-core
+	// machine, and a timeout is meant to catch a hung engine, not to make
+	// the score depend on the machine's load.
+	sltTimeout = flag.Duration("slt.timeout", 5*time.Minute, "time bound of one record; a record that exceeds it fails")
 )
 
 // fastRecords is how many records of select4 and select5 the fast subset
-// runs (select1–3 run whole): their first records are the set-up and
-// simple queries; the many-table joins that cost minutes come later.
-const fastRecords = 400
+// runs (select1–3 run whole): select4's first 1,600 hold its set-up and
+// 575 queries; select5's first 850 its set-up and 146 joins of up to 16
+// tables. The bigger joins after them cost minutes on GMS.
+var fastRecords = map[string]int{"select4.test": 1600, "select5.test": 850}
 
 // TestSelectFilesOnMemory is the fast subset in make test: select1–3 whole
 // and the first records of select4 and select5 against GMS's memory
@@ -33,10 +38,7 @@ func TestSelectFilesOnMemory(t *testing.T) {
 	}
 	for _, name := range Corpus() {
 		t.Run(name, func(t *testing.T) {
-			opts := Options{Timeout: *sltTimeout}
-			if name == "select4.test" || name == "select5.test" {
-				opts.MaxRecords = fastRecords
-			}
+			opts := Options{Timeout: *sltTimeout, MaxRecords: fastRecords[name]}
 			res, err := RunCorpus(context.Background(), logictest.NewMemory(), name, opts)
 			require.NoError(t, err)
 			for _, f := range res.Failures {
