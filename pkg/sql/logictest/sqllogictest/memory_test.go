@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	all        = flag.Bool("slt.all", false, "run every record of select1–5 and print the score (make sqllogictest)")
+	all = flag.Bool("slt.all", false, "run every record of select1–5 and print the score (make sqllogictest)")
 	// The default is generous: on GMS's memory backend a few of select4's
 	// seven- and eight-table joins take 30–120 s on a loaded 2-core
 	// machine, and a timeout is meant to catch a hung engine, not to make
