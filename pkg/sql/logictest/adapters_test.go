@@ -131,3 +131,22 @@ func TestGMSSessionCloseRollsBack(t *testing.T) {
 	got := query(t, eng, []string{"USE r"}, "SELECT count(*) FROM t")
 	require.Equal(t, []logictest.Value{logictest.Text("0")}, got)
 }
+
+// A database/sql session's connection is discarded at Close, not returned
+// to the pool, so no session state (an open transaction) reaches the next
+// user of the pool.
+func TestSQLDBSessionCloseDiscardsTheConnection(t *testing.T) {
+	db := serveMemory(t)
+	eng := logictest.NewSQLDB(db)
+	ctx := context.Background()
+	s, err := eng.Connect(ctx)
+	require.NoError(t, err)
+	for _, stmt := range []string{"CREATE DATABASE c", "USE c", "CREATE TABLE t (a INT PRIMARY KEY)", "BEGIN", "INSERT INTO t VALUES (1)"} {
+		_, err := s.Exec(ctx, stmt)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, db.Stats().OpenConnections)
+	require.NoError(t, s.Close())
+	require.Equal(t, 0, db.Stats().OpenConnections)
+	require.Equal(t, []logictest.Value{logictest.Text("0")}, query(t, eng, nil, "SELECT count(*) FROM c.t"))
+}

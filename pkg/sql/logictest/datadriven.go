@@ -3,6 +3,8 @@ package logictest
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -312,4 +314,17 @@ func formatDataDriven(rows *Rows, rowsort, valuesort, colnames bool) string {
 		fmt.Fprintln(&b, l)
 	}
 	return b.String()
+}
+
+// ExamplesDir is the absolute path of this package's example files
+// (testdata/logic), so that another package's test can run them against its
+// engine: logictest.RunDataDriven(t, logictest.ExamplesDir(), …). It relies
+// on the source path compiled into the test binary (go test does not trim
+// paths).
+func ExamplesDir() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		panic("logictest: no caller information")
+	}
+	return filepath.Join(filepath.Dir(file), "testdata", "logic")
 }

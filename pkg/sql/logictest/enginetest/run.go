@@ -30,6 +30,9 @@ const ExcludedPrefix = "enginetest: excluded: "
 // subtest named after its function, with one Harness over b for all of
 // them: the backend is made once and reset between suites and engines.
 func RunSuites(t *testing.T, b Backend, opts Options) {
+	if err := CheckExclusions(b, opts.Exclusions); err != nil {
+		t.Fatal(err)
+	}
 	h := NewHarness(b, opts.Harness)
 	for _, s := range Suites {
 		if opts.Only != nil && !slices.Contains(opts.Only, s.Name) {
@@ -39,15 +42,29 @@ func RunSuites(t *testing.T, b Backend, opts Options) {
 			if reason, ok := opts.Exclusions[s.Name]; ok {
 				t.Skip(ExcludedPrefix + reason)
 			}
-			if !has(b, s.Needs) {
-				t.Fatalf("%s needs %s, which backend %s lacks: list it in the exclusions file with the reason", s.Name, s.Needs, b.Name())
-			}
 			if err := h.BeginSuite(); err != nil {
 				t.Fatal(err)
 			}
 			s.Run(t, h)
 		})
 	}
+}
+
+// CheckExclusions returns an error naming every suite that needs an
+// optional interface b lacks and is not excluded: each exclusion must be
+// written down with its reason, not implied.
+func CheckExclusions(b Backend, excl map[string]string) error {
+	var missing []string
+	for _, s := range Suites {
+		if _, ok := excl[s.Name]; !ok && !has(b, s.Needs) {
+			missing = append(missing, fmt.Sprintf("%s (needs %s)", s.Name, s.Needs))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("enginetest: backend %s cannot run %s: list them in its exclusions file with the reason",
+			b.Name(), strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // ReadExclusions reads an exclusions file: one "TestName: reason" per line,

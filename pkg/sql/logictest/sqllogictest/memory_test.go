@@ -72,3 +72,32 @@ func TestSQLLogicTestAll(t *testing.T) {
 	}
 	fmt.Fprint(os.Stdout, b.String())
 }
+
+// lossy drops the last row of every result with more than one: a wrong
+// engine, for showing that the corpus run catches one.
+type lossy struct{ logictest.Engine }
+type lossySession struct{ logictest.Session }
+
+func (l lossy) Connect(ctx context.Context) (logictest.Session, error) {
+	s, err := l.Engine.Connect(ctx)
+	return lossySession{s}, err
+}
+
+func (s lossySession) Query(ctx context.Context, q string) (*logictest.Rows, error) {
+	r, err := s.Session.Query(ctx, q)
+	if err == nil && len(r.Values) > 1 {
+		r.Values = r.Values[:len(r.Values)-1]
+	}
+	return r, err
+}
+
+func TestCorpusRunCatchesAWrongEngine(t *testing.T) {
+	res, err := RunCorpus(context.Background(), lossy{logictest.NewMemory()}, "select1.test", Options{MaxRecords: 300})
+	require.NoError(t, err)
+	require.Equal(t, 300, res.Records)
+	require.NotEmpty(t, res.Failures)
+	for _, f := range res.Failures {
+		require.Regexp(t, `^(got \d+ values|value \d+ is)`, f.Reason, f.String())
+	}
+	t.Logf("%d of %d records caught the lost row", len(res.Failures), res.Records)
+}
