@@ -10,10 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	et "github.com/dolthub/go-mysql-server/enginetest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/augustus-db/augustus/pkg/sql/logictest/enginetest"
@@ -35,8 +38,14 @@ var fastSuites = []string{
 	"TestJoinQueries", "TestWindowFunctions", "TestVariables", "TestPrepared",
 }
 
-// gmsDir is the go-mysql-server module's directory in the module cache.
+// gmsDir is the go-mysql-server module's directory in the module cache:
+// where the source of its enginetest package compiled into this binary
+// lies, or (with trimmed paths) go list's answer.
 func gmsDir() (string, error) {
+	pc := reflect.ValueOf(et.TestQueries).Pointer()
+	if file, _ := runtime.FuncForPC(pc).FileLine(pc); filepath.IsAbs(file) {
+		return filepath.Dir(filepath.Dir(file)), nil
+	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/dolthub/go-mysql-server").Output()
 	if err != nil {
 		return "", fmt.Errorf("go list go-mysql-server: %w", err)
