@@ -24,6 +24,9 @@ type rule struct {
 }
 
 var (
+	// sqlForbid is what no SQL package may depend on.
+	sqlForbid = []string{module + "pkg/bft/replica", module + "pkg/bft/host",
+		module + "pkg/storage", module + "pkg/txn/partition", module + "pkg/txn/lockmgr", "github.com/cockroachdb/pebble"}
 	external = []string{"google.golang.org/grpc", "github.com/cockroachdb/pebble", "github.com/prometheus/"}
 	rules    = []rule{
 		// The one back-off algorithm (gRPC's), shared by the transport and
@@ -85,6 +88,15 @@ var (
 		{pkg: "pkg/txn/coord", forbid: []string{module + "pkg/bft/replica", module + "pkg/bft/host",
 			module + "pkg/txn/partition", module + "pkg/txn/lockmgr", module + "pkg/storage", module + "pkg/sql",
 			"github.com/cockroachdb/pebble"}},
+		// The SQL layer talks to the transaction client only (DESIGN.md §2,
+		// §6): never the replica runtime, the engine, storage, the lock
+		// table (the client reaches the transport through pkg/bft/client).
+		{pkg: "pkg/sql/rowenc", ownAllowed: []string{"pkg/sql/rowenc"}},
+		{pkg: "pkg/sql/catalog", forbid: sqlForbid},
+		{pkg: "pkg/sql/session", forbid: append([]string{module + "pkg/sql/backend", module + "pkg/sql/catalog",
+			module + "pkg/sql/engine"}, sqlForbid...)},
+		{pkg: "pkg/sql/backend", forbid: append([]string{module + "pkg/sql/engine"}, sqlForbid...)},
+		{pkg: "pkg/sql/engine", forbid: sqlForbid},
 		{pkg: "pkg/txn/partition", forbid: []string{module + "pkg/bft/client", module + "pkg/bft/transport",
 			module + "pkg/bft/replica", module + "pkg/sql", "google.golang.org/grpc"},
 			forbidDirect: []string{"net", "net/http", "os", "time", "math/rand", "math/rand/v2", "crypto/rand"}},

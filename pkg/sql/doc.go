@@ -1,8 +1,16 @@
-// Package sql will hold the SQL front-end (DESIGN.md §6): a go-mysql-server
-// backend that turns statements into guarded short transactions, the MySQL
-// wire gateway, the database/sql driver and the psql-style shell.
+// Package sql is the SQL front-end of Augustus (DESIGN.md §6): a MySQL
+// dialect served by go-mysql-server, whose storage and transaction control
+// are replaced by short Augustus transactions in the manner of BFT Derby,
+// made serializable. Its sub-packages:
 //
-// Nothing is implemented here yet; it builds on pkg/txn, which does not
-// exist yet either. This file keeps the package in the tree the design
-// describes.
+//	rowenc    order-preserving keys and column-id-keyed values of rows and index entries
+//	catalog   schema and placement in the metadata keyspace; local versioned snapshots
+//	session   the transaction model: read cache, buffered writes, one guarded commit
+//	backend   GMS DatabaseProvider/Database/Table/Index/editors, DDL, AUTO_INCREMENT, schema changer
+//	engine    assembly: engine.New over one coord.Client, sessions, Run (the statement runner)
+//
+// and, built on engine, the MySQL gateway, the database/sql driver, the
+// shell and the logic-test runners (see their own doc.go). docs/sql.md
+// describes the layer as built. Every package here talks to the cluster
+// through pkg/txn/coord only (internal/archtest).
 package sql

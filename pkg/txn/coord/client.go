@@ -162,6 +162,10 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 // transactions).
 func (c *Client) ID() bft.ClientID { return c.id }
 
+// HasAdmin reports whether the client has an admin key to sign metadata
+// transactions with (M5): front-ends refuse schema changes without one.
+func (c *Client) HasAdmin() bool { return c.cfg.Admin != nil }
+
 // Metrics returns the client's metrics.
 func (c *Client) Metrics() *Metrics { return c.metrics }
 

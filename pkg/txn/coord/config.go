@@ -134,6 +134,21 @@ type Options struct {
 	// MaxRetries overrides Tuning.MaxRetries for this transaction (K5); a
 	// negative value means no retry.
 	MaxRetries int
+	// PinVersion makes the transaction declare MetadataVersion for every
+	// group it involves (the cmp(metadata-version) of M2) instead of the
+	// version the client holds, and report a stale-metadata abort whose
+	// group shows another version to the caller instead of refreshing and
+	// retrying (K1). A caller that built the operations from metadata at
+	// that version — a SQL statement planned against its catalog — must
+	// rebuild them, not have them re-sent: re-sent at a newer version they
+	// could write rows of a schema they were not built for. The client
+	// still learns the group's version and refreshes its partition map
+	// before it reports the abort, so the caller's reload finds them. A
+	// stale-metadata abort at the pinned version itself (a metadata
+	// transaction queued there, M4) and wrong-groups aborts (T5) are
+	// retried as usual: neither means the metadata moved past the pin.
+	PinVersion      bool
+	MetadataVersion uint64
 	// Groups are the groups of a transaction that has no data operation
 	// (only metadata reads, which run at every declared group, M1); default
 	// the cluster's first group. Ignored otherwise: data operations are
@@ -178,6 +193,10 @@ var (
 	ErrInvalid = errors.New("coord: invalid transaction")
 	// ErrStartup: the start-up query (W3) failed.
 	ErrStartup = errors.New("coord: start-up")
+	// ErrNotTxnEngine: a group answered the start-up query with a reply
+	// that is not the transaction engine's: its replicas run another
+	// application (augustus start --app noop or log).
+	ErrNotTxnEngine = errors.New("coord: the replicas do not run the transaction engine")
 )
 
 func (c *Config) check() error {

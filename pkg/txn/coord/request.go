@@ -158,6 +158,17 @@ func (r *request) retry(a *run, ae *txn.AbortError) bool {
 		r.retryAfter(c.backoff(r.conflicts))
 		return true
 	case txn.ReasonStaleMetadata:
+		if r.opts.PinVersion && r.refreshOf == nil && ae.Version != r.opts.MetadataVersion {
+			// K1 with a pinned version (Options.PinVersion): the caller
+			// built these operations from metadata the group has moved
+			// past; re-sending them could apply them to a schema they were
+			// not built for. Learn the group's version (and map), then
+			// report the abort: the caller reloads and rebuilds.
+			res := r.result(a, false)
+			err := &AbortedError{ID: a.id, Attempts: r.attempts, Cause: ae}
+			c.learnVersion(ae.Group, ae.Version, func() { r.complete(res, err) })
+			return true
+		}
 		if r.refreshes >= c.cfg.Tuning.MaxRefreshes {
 			return false
 		}

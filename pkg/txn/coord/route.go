@@ -38,7 +38,11 @@ func (c *Core) route(ops []txn.Op, opts *Options, pin *bft.GroupID) ([]txn.Group
 		if !c.cfg.Keys.HasGroup(g) {
 			return nil, fmt.Errorf("%w: group %d is not in the cluster", ErrInvalid, g)
 		}
-		out[i] = txn.GroupVersion{Group: g, Version: c.held[g]}
+		v := c.held[g]
+		if opts.PinVersion && pin == nil {
+			v = opts.MetadataVersion // the caller's metadata (Options.PinVersion)
+		}
+		out[i] = txn.GroupVersion{Group: g, Version: v}
 	}
 	return out, nil
 }

@@ -125,6 +125,53 @@ func TestK1WrongGroupsRefreshesTheMapAndReroutes(t *testing.T) {
 	require.Equal(t, 1, res.Attempts)
 }
 
+// txn.md K1, M2 with Options.PinVersion (the SQL layer's statements are
+// planned against a catalog at one metadata version): the transaction
+// declares the pinned version, not the one the client holds; a stale abort
+// is reported to the caller after one attempt, with the client's map
+// refreshed, instead of being re-sent at the new version.
+func TestK1PinnedVersionReportsStaleMetadataToTheCaller(t *testing.T) {
+	w := newWorld(t, 2, 25)
+	admin := w.newClient(70, asAdmin(w, nil, nil))
+	rec := newRecorder(w)
+	m := NewMetrics(nil)
+	c := w.newClient(50, observe(rec, m))
+	_, err := admin.do(txn.NewBuilder().Write(txn.MetaPartitionsKey, movedMap(t).Encode()).Meta())
+	require.NoError(t, err)
+	w.settle()
+
+	res, err := c.doWith(txn.NewBuilder().Insert(k0b, []byte("v")), Options{PinVersion: true, MetadataVersion: 0})
+	require.ErrorIs(t, err, txn.ErrStaleMetadata)
+	require.Equal(t, 1, res.Attempts, "not re-sent at the new version")
+	require.Equal(t, uint64(1), res.Abort.Version)
+	inserts := 0
+	for _, s := range rec.sent {
+		if s.t.Ops[0].Kind == txn.OpInsert {
+			inserts++
+		}
+	}
+	require.Equal(t, 1, inserts, "the refresh read is the only other transaction")
+	_, ok := w.group(0).userValue(k0b)
+	require.False(t, ok)
+	mp, v := c.core.Map()
+	require.Equal(t, uint64(1), v, "the client learned the version and refreshed its map")
+	require.True(t, mp.Equal(movedMap(t)))
+
+	// Pinned at the current version it commits, declaring that version.
+	res, err = c.doWith(txn.NewBuilder().Insert(k0b, []byte("v")), Options{PinVersion: true, MetadataVersion: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Attempts)
+	require.Equal(t, []txn.GroupVersion{{Group: 0, Version: 1}}, rec.sent[len(rec.sent)-1].t.Groups)
+
+	// A client that holds an older version than the pin declares the pin.
+	fresh := w.newClient(51, observe(rec, nil))
+	res, err = fresh.doWith(txn.NewBuilder().Read(k0b), Options{PinVersion: true, MetadataVersion: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Attempts)
+	require.Equal(t, []byte("v"), res.Ops[0].Value)
+	require.Equal(t, []txn.GroupVersion{{Group: 0, Version: 1}}, rec.sent[len(rec.sent)-1].t.Groups)
+}
+
 // txn.md K1: refreshes are bounded: a client allowed none gives up with
 // the stale-metadata abort rather than looping.
 func TestK1RefreshesAreBounded(t *testing.T) {

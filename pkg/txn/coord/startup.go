@@ -83,7 +83,12 @@ func (c *Core) onQuery(s *startup, g bft.GroupID, res client.Result) {
 	out, err := txn.DecodeResult(res.Value)
 	switch {
 	case err != nil:
-		fail(err)
+		// The start-up query is the first call a client makes, so a group
+		// running another application (augustus start --app noop or log)
+		// shows here: its replicas executed the call and answered, in f+1
+		// matching replies, with bytes that are no transaction result.
+		fail(fmt.Errorf("%w: they answered the start-up query with something that is not a transaction result (%w); "+
+			"start them with --app txn", ErrNotTxnEngine, err))
 		return
 	case out.Kind != txn.ResultQuery || out.Query.Group != g:
 		fail(fmt.Errorf("%w: %s", errAnomaly, out.String()))

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/augustus-db/augustus/cmd/augustus/internal/bench"
 	"github.com/augustus-db/augustus/pkg/bft/auth"
 )
 
-func runBenchJSON(t *testing.T, args ...string) (benchResult, string) {
+func runBenchJSON(t *testing.T, args ...string) (bench.GroupResult, string) {
 	t.Helper()
 	res, out, stderr, code := runBenchResult(t, args...)
 	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
@@ -25,13 +25,13 @@ func runBenchJSON(t *testing.T, args ...string) (benchResult, string) {
 
 // runBenchResult runs bench with --json and returns the result, the output
 // and the exit code.
-func runBenchResult(t *testing.T, args ...string) (benchResult, string, string, int) {
+func runBenchResult(t *testing.T, args ...string) (bench.GroupResult, string, string, int) {
 	t.Helper()
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
 	code, out, stderr := runMain(t, append(append([]string{"bench"}, args...), "--json", jsonPath, "--progress", "off")...)
 	data, err := os.ReadFile(jsonPath)
 	require.NoError(t, err, "stderr: %s", stderr)
-	var res benchResult
+	var res bench.GroupResult
 	require.NoError(t, json.Unmarshal(data, &res))
 	return res, out, stderr, code
 }
@@ -69,7 +69,7 @@ func TestBenchRatePacesTheCallers(t *testing.T) {
 	require.Positive(t, res.Calls)
 	require.LessOrEqual(t, res.CallsPerSecond, 110.0, "paced to 100 calls/s")
 	require.GreaterOrEqual(t, res.CallsPerSecond, 50.0, "8 callers keep up with 100 calls/s")
-	require.Contains(t, out, "paced to at most 100 calls/s in all (--rate)")
+	require.Regexp(t, `offered load\s+│ 100 calls/s in all \(--rate, an open loop\)`, out)
 }
 
 func TestBenchLogAppendsAndChecksEachResult(t *testing.T) {
@@ -182,35 +182,6 @@ func TestBenchLogAgainstTheNoopApplicationFailsAtOnce(t *testing.T) {
 	require.Less(t, time.Since(start), 20*time.Second, "at once, not after the 30s run")
 	require.Contains(t, stderr, "augustus: the replicas answer with results of another application: the result is not a log length: ")
 	require.Contains(t, stderr, "the log workload needs replicas running --app log")
-}
-
-// A replica left out of the CPU figures says why; one that restarted
-// during the interval (its counter started over) is left out rather than
-// counted negative.
-func TestBenchCPUFiguresSayWhyAReplicaIsLeftOut(t *testing.T) {
-	before := benchSnapshot{
-		replicaCPU:   map[string]float64{"g0r0": 10, "g0r1": 10, "g0r2": 10},
-		replicaStart: map[string]float64{"g0r0": 100, "g0r1": 100, "g0r2": 100},
-		missing:      map[string]string{"g0r3": "no metrics_addr in cluster.json"},
-	}
-	after := benchSnapshot{
-		replicaCPU:   map[string]float64{"g0r0": 2, "g0r1": 13},
-		replicaStart: map[string]float64{"g0r0": 150, "g0r1": 100},
-		missing:      map[string]string{"g0r2": "metrics at 127.0.0.1:7008 unreachable: connection refused", "g0r3": "no metrics_addr in cluster.json"},
-	}
-	res := &benchResult{Calls: 1000, MeasuredSecs: 1, ReplicasInGroup: 4}
-	res.fill(hdrhistogram.New(1, 1000, 3), before, after)
-	require.Equal(t, 1, res.ReplicasScraped)
-	require.Equal(t, map[string]float64{"g0r1": 3}, res.ReplicaCPUSeconds)
-	require.InDelta(t, 3.0, res.ReplicaCPUMsPerCall, 1e-9)
-	require.Equal(t, map[string]string{
-		"g0r0": "it restarted during the interval, so its CPU counter started over",
-		"g0r2": "metrics at 127.0.0.1:7008 unreachable: connection refused",
-		"g0r3": "no metrics_addr in cluster.json",
-	}, res.ReplicasMissing)
-	var out strings.Builder
-	require.NoError(t, printBench(&out, res))
-	require.Contains(t, out.String(), "left out: g0r0: it restarted")
 }
 
 // --replica-cpu reports the group's CPU per PBFT batch and each replica's;

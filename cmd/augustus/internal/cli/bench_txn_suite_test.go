@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/augustus-db/augustus/cmd/augustus/internal/bench"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,7 +49,7 @@ type suite struct {
 
 // bench runs one bench invocation with --json and returns its report; a
 // failed run is recorded, not fatal (its figures are still reported).
-func (s *suite) bench(what string, args ...string) txnBenchReport {
+func (s *suite) bench(what string, args ...string) bench.TxnReport {
 	s.t.Helper()
 	// A series of runs (Fig. 5: 13 of 30 s), or loading Fig. 5's 3M items, takes minutes.
 	rep, out, stderr, code := runTxnBenchJSONWithin(s.t, 15*time.Minute, append(args, "--call-timeout", "20s")...)
@@ -104,7 +105,7 @@ func (s *suite) txnCluster(groups int, app string) (dir string, stop func()) {
 	return dir, func() { _ = stopFn() }
 }
 
-func (s *suite) load(dir, workload string, items int) *loadResult {
+func (s *suite) load(dir, workload string, items int) *bench.LoadResult {
 	s.t.Helper()
 	rep := s.bench("load "+workload, "--dir", dir, "--workload", workload, "--load", "--items", fmt.Sprint(items), "--duration", "0s")
 	require.NotNil(s.t, rep.Load, "load %s: %v", workload, s.problems)
@@ -143,7 +144,7 @@ func TestBenchTxnSuite(t *testing.T) {
 	// The same noop calls offered at the rate the transactions ran at: CPU
 	// per call falls as PBFT batches fill, and 32 noop callers call faster
 	// than 32 transaction callers, so this compares the two at equal load.
-	var noopAtRate benchResult
+	var noopAtRate bench.GroupResult
 	if a1Rate >= 1 {
 		noopAtRate = s.noopBench("noop at the transactions' rate", append(s.runArgs(dirN, 64), "--size", fmt.Sprint(callBytes),
 			"--rate", fmt.Sprintf("%.0f", a1Rate))...)
@@ -155,7 +156,7 @@ func TestBenchTxnSuite(t *testing.T) {
 	load2 := s.load(dir2, "A", small)
 	a2 := s.bench("A, 2 groups", append(s.runArgs(dir2, 64), "--workload", "A", "--items", fmt.Sprint(small), "--multi-group", goalRepeats("0,20,100"))...)
 	loadB := s.load(dir2, "B", large)
-	var others []*txnRunResult
+	var others []*bench.TxnRun
 	for _, w := range []struct {
 		name  string
 		items int
@@ -191,7 +192,7 @@ func TestBenchTxnSuite(t *testing.T) {
 	// recovery grace (coord.Tuning.RecoveryGrace) at 10 ms and 1 s instead
 	// of 100 ms.
 	fig5Dense := s.bench("Fig. 5, dense", fig5Args(fig5Callers, small, "--byzantine", "0,30,0")...)
-	var fig5Grace []*txnRunResult
+	var fig5Grace []*bench.TxnRun
 	for _, g := range []string{"10ms", "1s"} {
 		rep := s.bench("Fig. 5, dense, 30 %, grace "+g, fig5Args(fig5Callers, small, "--byzantine", "30", "--recovery-grace", g)...)
 		fig5Grace = append(fig5Grace, rep.Runs...)
@@ -218,9 +219,9 @@ func TestBenchTxnSuite(t *testing.T) {
 		"Clusters run one at a time (f=1, 4 replicas per group, default sync).\n\n", s.dur, s.warmup, fig5Items, *benchTxnFig5Duration)
 
 	s.goals(a1, a2, a4, noop, noopAtRate, fig5)
-	s.loads(map[string]*loadResult{"1 group, A/C": load1, "2 groups, A/C": load2, "2 groups, B/D": loadB, "2 groups, A (Fig. 5)": loadFig5, "4 groups, A/C": load4})
+	s.loads(map[string]*bench.LoadResult{"1 group, A/C": load1, "2 groups, A/C": load2, "2 groups, B/D": loadB, "2 groups, A (Fig. 5)": loadFig5, "4 groups, A/C": load4})
 	fmt.Fprintf(w, "## Workload A, by groups and mix\n\n")
-	s.runTable(append(append(append([]*txnRunResult{}, a1.Runs...), a2.Runs...), a4.Runs...))
+	s.runTable(append(append(append([]*bench.TxnRun{}, a1.Runs...), a2.Runs...), a4.Runs...))
 	fmt.Fprintf(w, "## Workloads B, C, D on 2 groups\n\n")
 	s.runTable(others)
 	fmt.Fprintf(w, "## Byzantine callers (Fig. 5): A, 20 %% multi-group, 2 groups, %d callers, %d items\n\n", fig5Callers, fig5Items)
@@ -228,12 +229,12 @@ func TestBenchTxnSuite(t *testing.T) {
 	s.fig5Extra(fig5, fig5Alone, nil)
 	fmt.Fprintf(w, "### The same on a dense database: %d items\n\n", small)
 	s.fig5Table(fig5Dense)
-	s.fig5Extra(fig5Dense, txnBenchReport{}, fig5Grace)
+	s.fig5Extra(fig5Dense, bench.TxnReport{}, fig5Grace)
 	fmt.Fprintf(w, "## Bank (2 groups, 100 accounts, 20 %% multi-group)\n\n")
 	s.runTable(bank.Runs)
 	if bank.Bank != nil {
 		fmt.Fprintf(w, "Total %d (want %d): %s. Elle check of %d transactions: %d anomalies.\n\n",
-			bank.Bank.Total, bank.Bank.Expected, okText(bank.Bank.TotalOK), bank.Bank.CheckedTxns, len(bank.Bank.Anomalies))
+			bank.Bank.Total, bank.Bank.Expected, bench.OKText(bank.Bank.TotalOK), bank.Bank.CheckedTxns, len(bank.Bank.Anomalies))
 	}
 	if len(s.problems) > 0 {
 		fmt.Fprintf(w, "## Problems in this run\n\n")
@@ -257,7 +258,7 @@ func TestBenchTxnSuite(t *testing.T) {
 // noopBench runs bench --workload noop with args on a 1-group noop cluster
 // and returns its result (zero if it wrote none); a failed run is one of
 // the suite's problems, named what.
-func (s *suite) noopBench(what string, args ...string) benchResult {
+func (s *suite) noopBench(what string, args ...string) bench.GroupResult {
 	s.t.Helper()
 	jsonPath := filepath.Join(s.t.TempDir(), "noop.json")
 	code, out, stderr := runMain(s.t, append(append([]string{"bench", "--workload", "noop"}, args...), "--json", jsonPath, "--progress", "off")...)
@@ -265,14 +266,14 @@ func (s *suite) noopBench(what string, args ...string) benchResult {
 	if code != 0 {
 		s.problems = append(s.problems, what+": "+lastLine(stderr))
 	}
-	var res benchResult
+	var res bench.GroupResult
 	if data, err := os.ReadFile(jsonPath); err == nil {
 		require.NoError(s.t, json.Unmarshal(data, &res))
 	}
 	return res
 }
 
-func (s *suite) goals(a1, a2, a4 txnBenchReport, noop, noopAtRate benchResult, fig5 txnBenchReport) {
+func (s *suite) goals(a1, a2, a4 bench.TxnReport, noop, noopAtRate bench.GroupResult, fig5 bench.TxnReport) {
 	w := &s.md
 	verdict := func(ok bool) string {
 		if ok {
@@ -294,7 +295,7 @@ func (s *suite) goals(a1, a2, a4 txnBenchReport, noop, noopAtRate benchResult, f
 	}
 	for _, p := range []struct {
 		n   int
-		rep txnBenchReport
+		rep bench.TxnReport
 	}{{2, a2}, {4, a4}} {
 		// Each round's 100 % interval against its own 0 % interval, a few
 		// seconds apart: the median of those ratios decides.
@@ -344,7 +345,7 @@ type cpuMedian struct {
 	msPerTxn     float64 // the median's CPU per transaction
 	txnPerSecond float64 // the median's throughput
 	lo, hi       float64 // the smallest and largest CPU per transaction
-	median       *txnRunResult
+	median       *bench.TxnRun
 }
 
 // String gives the median and, when there are several intervals, their
@@ -358,8 +359,8 @@ func (m cpuMedian) String() string {
 
 // medianCPU returns the median by CPU per transaction of rep's intervals
 // at mix (no Byzantine callers); an even count takes the lower middle.
-func medianCPU(rep txnBenchReport, mix int) cpuMedian {
-	var runs []*txnRunResult
+func medianCPU(rep bench.TxnReport, mix int) cpuMedian {
+	var runs []*bench.TxnRun
 	for _, r := range rep.Runs {
 		if r.MultiGroupPct == mix && r.ByzantinePct == 0 && r.CPUMsPerTxn > 0 {
 			runs = append(runs, r)
@@ -368,7 +369,7 @@ func medianCPU(rep txnBenchReport, mix int) cpuMedian {
 	if len(runs) == 0 {
 		return cpuMedian{}
 	}
-	byCPU := func(a, b *txnRunResult) int { return cmp.Compare(a.CPUMsPerTxn, b.CPUMsPerTxn) }
+	byCPU := func(a, b *bench.TxnRun) int { return cmp.Compare(a.CPUMsPerTxn, b.CPUMsPerTxn) }
 	med := lowerMiddle(runs, byCPU)
 	return cpuMedian{n: len(runs), msPerTxn: med.CPUMsPerTxn, txnPerSecond: med.TxnPerSecond,
 		lo: slices.MinFunc(runs, byCPU).CPUMsPerTxn, hi: slices.MaxFunc(runs, byCPU).CPUMsPerTxn, median: med}
@@ -385,7 +386,7 @@ func lowerMiddle[T any](xs []T, cmp func(a, b T) int) T {
 // pairRatios returns, round by round, the ratio of the k-th interval at
 // mix a to the k-th at mix b (measured next to each other), their median
 // (the lower middle of an even count) and their list.
-func pairRatios(rep txnBenchReport, a, b int) (median float64, list string) {
+func pairRatios(rep bench.TxnReport, a, b int) (median float64, list string) {
 	var as, bs []float64
 	for _, r := range rep.Runs {
 		switch {
@@ -411,8 +412,8 @@ func pairRatios(rep txnBenchReport, a, b int) (median float64, list string) {
 // medianLoss returns the row of rep's Fig. 5 table at byz Byzantine
 // callers with the median loss (the lower middle of an even count), and
 // every round's loss in series order.
-func medianLoss(rep txnBenchReport, byz int) (*fig5Row, string) {
-	var rows []*fig5Row
+func medianLoss(rep bench.TxnReport, byz int) (*bench.Fig5Row, string) {
+	var rows []*bench.Fig5Row
 	var all []string
 	for i := range rep.Fig5 {
 		if r := &rep.Fig5[i]; r.ByzantinePct == byz {
@@ -423,25 +424,25 @@ func medianLoss(rep txnBenchReport, byz int) (*fig5Row, string) {
 	if len(rows) == 0 {
 		return nil, ""
 	}
-	return lowerMiddle(rows, func(a, b *fig5Row) int { return cmp.Compare(a.LossPct, b.LossPct) }), strings.Join(all, ", ")
+	return lowerMiddle(rows, func(a, b *bench.Fig5Row) int { return cmp.Compare(a.LossPct, b.LossPct) }), strings.Join(all, ", ")
 }
 
 // fig5Extra separates the 30 % run's loss into fewer correct callers and
 // the Byzantine callers' cost (when alone has a run), and shows the
 // recovery grace's effect.
-func (s *suite) fig5Extra(fig5, alone txnBenchReport, grace []*txnRunResult) {
+func (s *suite) fig5Extra(fig5, alone bench.TxnReport, grace []*bench.TxnRun) {
 	w := &s.md
 	row30, _ := medianLoss(fig5, 30)
 	if row30 == nil {
 		return
 	}
-	var at30 *txnRunResult
+	var at30 *bench.TxnRun
 	for i := range fig5.Fig5 {
 		if &fig5.Fig5[i] == row30 && i < len(fig5.Runs) {
 			at30 = fig5.Runs[i]
 		}
 	}
-	base := fig5Baselines(fig5.Runs)[row30.MultiGroupPct]
+	base := bench.Fig5Baselines(fig5.Runs)[row30.MultiGroupPct]
 	if at30 == nil || base == 0 {
 		return
 	}
@@ -473,7 +474,7 @@ func (s *suite) fig5Extra(fig5, alone txnBenchReport, grace []*txnRunResult) {
 	}
 }
 
-func (s *suite) loads(loads map[string]*loadResult) {
+func (s *suite) loads(loads map[string]*bench.LoadResult) {
 	w := &s.md
 	fmt.Fprintf(w, "## Loading (--load)\n\n| cluster | items | transactions | seconds | items/s | load after | then compactions settled in |\n|---|---|---|---|---|---|---|\n")
 	for _, k := range slices.Sorted(maps.Keys(loads)) {
@@ -486,7 +487,7 @@ func (s *suite) loads(loads map[string]*loadResult) {
 	fmt.Fprintln(w)
 }
 
-func (s *suite) runTable(runs []*txnRunResult) {
+func (s *suite) runTable(runs []*bench.TxnRun) {
 	w := &s.md
 	fmt.Fprintf(w, "| workload | groups | multi-group | Byzantine | callers | txn/s | p50 / p95 / p99 ms | abort rate | cluster CPU ms/txn | client CPU ms/txn | calls/txn | envelopes per PBFT batch | group batches/txn | errors | load avg (1 5 15 min) |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -498,11 +499,11 @@ func (s *suite) runTable(runs []*txnRunResult) {
 	fmt.Fprintln(w)
 }
 
-func (s *suite) fig5Table(rep txnBenchReport) {
+func (s *suite) fig5Table(rep bench.TxnReport) {
 	w := &s.md
 	fmt.Fprintf(w, "| Byzantine | correct callers | txn/s | against | loss | mean / p99 ms | abandoned | recovered by correct callers | mean time to termination | Byzantine polls | CPU ms/txn | load avg |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, row := range rep.Fig5 {
-		var r *txnRunResult
+		var r *bench.TxnRun
 		if i < len(rep.Runs) {
 			r = rep.Runs[i]
 		}
@@ -527,7 +528,7 @@ const handWrittenMarker = "<!-- written by hand below: make bench-txn keeps it -
 
 const suiteNotes = `## How these numbers are made
 
-- ` + "`augustus bench --workload A|B|C|D|bank`" + ` (cmd/augustus/internal/cli/bench_txn*.go) against a cluster from
+- ` + "`augustus bench --workload A|B|C|D|bank`" + ` (cmd/augustus/internal/bench: table3.go, bank.go, txn*.go) against a cluster from
   ` + "`augustus init --groups N`" + ` started with ` + "`augustus start --app txn`" + `; one bench process, one client key, all
   correct callers sharing one coord.Client (calls of concurrent transactions share signed envelopes).
 - A–D are Table 3 of the paper in its exact shape ("paper": one transaction of reads and blind writes;
@@ -560,10 +561,10 @@ const suiteNotes = `## How these numbers are made
 // The goal rows take the middle interval of a mix and pair the rounds in
 // order; Byzantine intervals and other mixes do not count.
 func TestSuiteMediansTakeTheMiddleIntervalOfAMix(t *testing.T) {
-	run := func(mix, byz int, ms float64) *txnRunResult {
-		return &txnRunResult{MultiGroupPct: mix, ByzantinePct: byz, CPUMsPerTxn: ms, TxnPerSecond: 1000 / ms}
+	run := func(mix, byz int, ms float64) *bench.TxnRun {
+		return &bench.TxnRun{MultiGroupPct: mix, ByzantinePct: byz, CPUMsPerTxn: ms, TxnPerSecond: 1000 / ms}
 	}
-	rep := txnBenchReport{Runs: []*txnRunResult{
+	rep := bench.TxnReport{Runs: []*bench.TxnRun{
 		run(0, 0, 1.5), run(100, 0, 4.0), run(0, 0, 1.2), run(100, 0, 5.0), run(0, 30, 0.1), run(0, 0, 1.4), run(100, 0, 4.5),
 	}}
 	m := medianCPU(rep, 0)
@@ -579,7 +580,7 @@ func TestSuiteMediansTakeTheMiddleIntervalOfAMix(t *testing.T) {
 	require.InDelta(t, 4.5/1.4, med, 1e-9)
 	require.Equal(t, "0,20,0,20,0,20", goalRepeats("0,20"))
 
-	fig5 := txnBenchReport{Fig5: []fig5Row{{ByzantinePct: 0}, {ByzantinePct: 30, LossPct: 12}, {ByzantinePct: 0},
+	fig5 := bench.TxnReport{Fig5: []bench.Fig5Row{{ByzantinePct: 0}, {ByzantinePct: 30, LossPct: 12}, {ByzantinePct: 0},
 		{ByzantinePct: 30, LossPct: 4}, {ByzantinePct: 30, LossPct: 30}}}
 	row, all := medianLoss(fig5, 30)
 	require.Equal(t, 12.0, row.LossPct)

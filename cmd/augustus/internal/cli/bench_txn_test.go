@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/augustus-db/augustus/cmd/augustus/internal/bench"
 	"github.com/augustus-db/augustus/pkg/txn/txntest/history"
 )
 
@@ -30,17 +31,17 @@ func newTxnTestCluster(t *testing.T, groups, clients int) string {
 
 // runTxnBenchJSON runs bench with --json and returns the report, stdout,
 // stderr and the exit code.
-func runTxnBenchJSON(t *testing.T, args ...string) (txnBenchReport, string, string, int) {
+func runTxnBenchJSON(t *testing.T, args ...string) (bench.TxnReport, string, string, int) {
 	t.Helper()
 	return runTxnBenchJSONWithin(t, time.Minute, args...)
 }
 
 // runTxnBenchJSONWithin is runTxnBenchJSON with the deadline d.
-func runTxnBenchJSONWithin(t *testing.T, d time.Duration, args ...string) (txnBenchReport, string, string, int) {
+func runTxnBenchJSONWithin(t *testing.T, d time.Duration, args ...string) (bench.TxnReport, string, string, int) {
 	t.Helper()
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
 	code, out, stderr := runMainWithin(t, d, append(append([]string{"bench"}, args...), "--json", jsonPath, "--progress", "off")...)
-	var rep txnBenchReport
+	var rep bench.TxnReport
 	if data, err := os.ReadFile(jsonPath); err == nil {
 		require.NoError(t, json.Unmarshal(data, &rep))
 	}
@@ -110,23 +111,37 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		require.Positive(t, rep.Runs[0].Committed)
 	})
 
-	t.Run("--rate paces the transactions and says whether the cluster kept up", func(t *testing.T) {
+	t.Run("--rate offers an open loop and says whether the cluster kept up", func(t *testing.T) {
 		// 8 callers that could commit hundreds of transactions per second
-		// start at most 40 per second in all.
+		// are offered 40 per second in all, each started on its schedule.
 		rep, out, stderr, code := runTxnBenchJSON(t, "--dir", dir, "--workload", "A", "--items", "2000",
 			"--multi-group", "50", "--clients", "8", "--duration", "3s", "--warmup", "200ms", "--rate", "40")
 		require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
 		r := rep.Runs[0]
 		require.Equal(t, 40.0, r.RateLimit)
-		require.LessOrEqual(t, r.TxnPerSecond, 44.0, "paced to 40 txn/s")
-		// The callers finish about 120 transactions in the 3 s: met needs
-		// 114 of them, committed or aborted. (CI once committed 76 in a 2 s
-		// interval, 37.99 txn/s: conflict aborts and the transactions in
-		// flight at the interval's ends each take one or two of 80.)
+		require.LessOrEqual(t, r.TxnPerSecond, 44.0, "offered 40 txn/s")
+		// The schedule does not wait for the cluster: 120 starts fall due in
+		// the 3 s, whatever the transactions' latency on a busy machine.
+		require.InDelta(t, 120, r.Scheduled, 2)
+		// Every start that fell due is accounted for: it finished in the
+		// interval, was missed (all 8 callers busy: a start is never made
+		// late), or ended after the interval; at most one per caller that
+		// fell due in the warm-up finishes in the interval too.
+		accounted := r.Committed + r.Aborted + r.FailedCalls + r.TimedOutCalls + r.OutstandingCalls + r.DrainedCalls + r.Missed
+		require.GreaterOrEqual(t, accounted, r.Scheduled-1)
+		require.LessOrEqual(t, accounted, r.Scheduled+8)
+		// Met means the cluster finished 95 % of the offered rate,
+		// committed or aborted. (On an idle machine it does: about 120
+		// finish; with the load of other work at 15 on 2 cores, 8 callers
+		// were all busy 4 times in 120 and 111 finished: not met, and said
+		// so.)
 		finished := float64(r.Committed+r.Aborted) / r.MeasuredSeconds
-		require.GreaterOrEqual(t, finished, 38.0, "8 callers keep up with 40 txn/s")
-		require.True(t, r.RateMet)
-		require.Contains(t, out, "paced to at most 40 txn/s in all by --rate: met")
+		require.Equal(t, finished >= 38, r.RateMet, "finished %.1f txn/s", finished)
+		if r.RateMet {
+			require.Contains(t, out, "offered 40 txn/s in all by --rate: met")
+		} else {
+			require.Contains(t, out, "offered 40 txn/s in all by --rate: NOT met")
+		}
 		// One caller cannot offer 100000 transactions per second: the
 		// report says the offered load was not met, and the run is still a
 		// measurement, not a failure.
@@ -135,7 +150,7 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
 		require.True(t, rep.OK, rep.Problems)
 		require.False(t, rep.Runs[0].RateMet)
-		require.Contains(t, out, "paced to at most 100000 txn/s in all by --rate: NOT met")
+		require.Contains(t, out, "offered 100000 txn/s in all by --rate: NOT met")
 	})
 
 	t.Run("an unloaded database is reported, not measured as if loaded", func(t *testing.T) {
@@ -177,7 +192,7 @@ func TestBenchTxnAgainstTwoGroups(t *testing.T) {
 		require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, out)
 		require.NotNil(t, rep.Bank)
 		require.True(t, rep.Bank.TotalOK)
-		require.Equal(t, 16*bankInitial, rep.Bank.Total)
+		require.Equal(t, 16*bench.BankInitial, rep.Bank.Total)
 		require.True(t, rep.Bank.Checked)
 		require.Empty(t, rep.Bank.Anomalies)
 		require.Positive(t, rep.Bank.CheckedTxns)

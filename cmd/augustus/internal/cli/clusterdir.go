@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/augustus-db/augustus/pkg/bft/cluster"
+	"github.com/augustus-db/augustus/pkg/txn/coord"
 )
 
 // loadClusterDir loads <dir>/cluster.json, saying what to do when there is
@@ -58,4 +59,15 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// withAppHint adds to a client's start-up error that the replicas of dir run
+// another application the command that starts them with the transaction
+// engine: the start-up query is the first call a transaction client makes,
+// so a cluster started with --app noop or log shows there.
+func withAppHint(err error, dir string) error {
+	if errors.Is(err, coord.ErrNotTxnEngine) {
+		return fmt.Errorf("%w (augustus start --dir %s --app txn)", err, dir)
+	}
+	return err
 }

@@ -346,7 +346,7 @@ func runTxn(ctx context.Context, stdout, stderr io.Writer, o txnOptions, src str
 		GroupTimeout: 500 * time.Millisecond, DrainTimeout: o.timeout,
 	})
 	if err != nil {
-		return fmt.Errorf("txn: connect: %w", err)
+		return fmt.Errorf("txn: connect: %w", withAppHint(err, o.dir))
 	}
 	res, err := execTxn(ctx, cl, stmts, coord.Options{MaxRetries: o.retries})
 	// Close waits for the termination (outcome, proofs) to reach every

@@ -149,3 +149,26 @@ func TestTxnAgainstACluster(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `--client "nobody": not a client of cluster.json`)
 }
+
+// A new user ran `augustus txn` and the transaction workloads of bench
+// against a cluster started with --app noop, and read "txn: malformed:
+// result kind: unexpected end at byte 0". Both now say what is wrong and
+// which --app the cluster needs, as the noop bench does for its own case.
+func TestTxnAndTxnBenchAgainstTheNoopApplicationSayWhichAppToStart(t *testing.T) {
+	dir, _ := newTestCluster(t)
+	startCluster(t, dir, appNoop)
+	const want = "the replicas do not run the transaction engine: they answered the start-up query with something that is not a transaction result"
+	hint := "start them with --app txn"
+	cmd := "(augustus start --dir " + dir + " --app txn)"
+
+	code, _, stderr := runMain(t, "txn", "--dir", dir, "read a")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, want)
+	require.Contains(t, stderr, hint)
+	require.Contains(t, stderr, cmd)
+
+	code, _, stderr = runMain(t, "bench", "--workload", "A", "--dir", dir, "--duration", "2s", "--progress", "off", "--items", "10")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, want)
+	require.Contains(t, stderr, cmd)
+}
