@@ -24,6 +24,12 @@ type SessionFactory func(ctx context.Context, connID uint32) (sql.Session, error
 // the GMS server's ContextFactory does; sql.NewContext is the default.
 type ContextFactory func(ctx context.Context, opts ...sql.ContextOption) *sql.Context
 
+// RunFunc runs one statement, as (*sqle.Engine).Query does; an engine that
+// wraps GMS's with its own statement handling (Augustus' engine.Run:
+// autocommit retries, what it reads from the AST, MySQL error codes) plugs
+// it in here.
+type RunFunc func(ctx *sql.Context, query string) (sql.Schema, sql.RowIter, *sql.QueryFlags, error)
+
 // GMS runs statements on a go-mysql-server engine in this process, the way
 // the GMS server's handler does (process list, session command hooks, the
 // wire's text conversion of values) but without the wire.
@@ -32,6 +38,8 @@ type GMS struct {
 	newSession SessionFactory
 	// NewContext replaces sql.NewContext when set (before the first Connect).
 	NewContext ContextFactory
+	// Run replaces the engine's Query when set (before the first Connect).
+	Run RunFunc
 
 	nextConn atomic.Uint32
 	nextPid  atomic.Uint64
@@ -107,7 +115,11 @@ func (s *gmsSession) run(ctx context.Context, query string, each func(*sql.Conte
 		}
 	}()
 
-	sch, iter, _, err := s.g.engine.Query(sqlCtx, query)
+	run := s.g.Run
+	if run == nil {
+		run = s.g.engine.Query
+	}
+	sch, iter, _, err := run(sqlCtx, query)
 	if err != nil {
 		return nil, gmsError(err)
 	}

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	sqle "github.com/dolthub/go-mysql-server"
+	et "github.com/dolthub/go-mysql-server/enginetest"
 	"github.com/dolthub/go-mysql-server/sql"
 )
 
@@ -37,6 +38,17 @@ type Features struct {
 // builder, analyzer rules, a statistics provider of the backend's own).
 type EngineConfigurer interface {
 	ConfigureEngine(e *sqle.Engine) error
+}
+
+// QueryEngineWrapper is an optional Backend interface: the tests query
+// what WrapEngine returns for each engine the harness builds (after its
+// set-up scripts ran on the bare engine), so that a backend whose engine
+// adds statement handling around GMS's (Augustus' engine.Run: autocommit
+// retries, what it reads from the AST, MySQL error codes) is tested with
+// it. A few suites type-assert *sqle.Engine and skip, or validate less,
+// on anything else; the wrapper should embed the engine.
+type QueryEngineWrapper interface {
+	WrapEngine(e *sqle.Engine) (et.QueryEngine, error)
 }
 
 // Resetter is an optional Backend interface: Reset drops every database

@@ -200,12 +200,34 @@ func (h *Harness) NewEngine(t *testing.T) (et.QueryEngine, error) {
 			return nil, fmt.Errorf("enginetest: configure engine: %w", err)
 		}
 	}
+	var qe et.QueryEngine = e
+	if w, ok := h.backend.(QueryEngineWrapper); ok && !h.opts.Server {
+		var err error
+		if qe, err = w.WrapEngine(e); err != nil {
+			return nil, fmt.Errorf("enginetest: wrap engine: %w", err)
+		}
+	}
 	data := h.setupData
 	if len(data) == 0 {
 		data = setup.MydbData // as enginetest.NewEngine does
 	}
-	if _, err := et.RunSetupScripts(et.NewContext(h), e, data, h.SupportsNativeIndexCreation()); err != nil {
-		return nil, err
+	// The set-up scripts run through the engine the tests will query, so
+	// a wrapper sees them too (enginetest.RunSetupScripts takes only a bare
+	// engine). GMS's own version means to leave out CREATE INDEX for a
+	// backend without native indexes but tests the substring the wrong way
+	// round, so it never does; neither does this.
+	ctx := et.NewContext(h)
+	for _, script := range data {
+		for _, q := range script {
+			qctx := ctx.WithQuery(q)
+			_, iter, _, err := qe.Query(qctx, q)
+			if err == nil {
+				_, err = sql.RowIterToRows(qctx, iter)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("enginetest: set-up %q: %w", q, err)
+			}
+		}
 	}
 	if !h.retainSessionAfterSetup {
 		// Set-up scripts may leave session state (USE, variables) behind.
@@ -214,7 +236,7 @@ func (h *Harness) NewEngine(t *testing.T) (et.QueryEngine, error) {
 	if h.opts.Server {
 		return et.NewServerQueryEngine(t, e, h.SessionBuilder())
 	}
-	return e, nil
+	return qe, nil
 }
 
 // SkipQueryTest implements enginetest.SkippingHarness.
