@@ -87,5 +87,19 @@ bench-txn: ## transaction benchmarks on 1, 2, 4 groups (A–D, bank, Fig. 5, noo
 	$(GO) test -count=1 -timeout 60m -v -run '^TestBenchTxnSuite$$' ./cmd/augustus/internal/cli/ \
 	  -args -bench-txn-out=$(CURDIR)/docs/benchmarks/txn.md -bench-txn-duration=$(BENCH_TXN_DURATION) -bench-txn-items=$(BENCH_TXN_ITEMS) -bench-txn-fig5-duration=$(BENCH_TXN_FIG5_DURATION)
 
+.PHONY: sqllogictest enginetest
+SLT_TIMEOUT ?= 5m
+sqllogictest: ## SQLite's sqllogictest select1–5 on GMS's memory backend through pkg/sql/logictest: records passed / all records, per file and in total (make sqllogictest [SLT_TIMEOUT=5m] bounds each record)
+	@set -o pipefail; $(GO) test -count=1 -timeout 90m -v -run '^TestSQLLogicTestAll$$' ./pkg/sql/logictest/sqllogictest/ \
+	  -args -slt.all -slt.timeout=$(SLT_TIMEOUT) 2>&1 | grep -v -E '^(=== RUN|--- PASS|PASS)'
+
+ENGINETEST_SUITE_TIMEOUT ?= 20m
+enginetest: ## every suite of GMS's enginetest through pkg/sql/logictest/enginetest's Harness on the memory backend, each in a process of its own: tests passed / all (a skip, a crash or an exclusion counts as failed)
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	  $(GO) test -c -o "$$dir/enginetest.test" ./pkg/sql/logictest/enginetest/ && \
+	  $(GO) run ./pkg/sql/logictest/enginetest/cmd/enginetest-score -binary "$$dir/enginetest.test" \
+	    -dir pkg/sql/logictest/enginetest -top TestEnginetestMemory -backend memory \
+	    -suite-timeout $(ENGINETEST_SUITE_TIMEOUT) -reference pkg/sql/logictest/enginetest/testdata/memory.leaves
+
 clean: ## remove build output
 	rm -rf bin
